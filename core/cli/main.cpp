@@ -1,0 +1,66 @@
+// sexpgpu: the one binary. Parses the command line (CLI11) on a thread with a
+// large stack and dispatches to the verbs.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/verbs.h"
+#include "util/big_stack.h"
+
+#ifndef SEXPGPU_VERSION
+#define SEXPGPU_VERSION "0.0.0"
+#endif
+
+namespace sexpgpu::cli {
+
+void LimitFlags::add_to(CLI::App* cmd) {
+  cmd->add_option("--eval-steps", limits.steps, "evaluation step limit (default 2e7)");
+  cmd->add_option("--eval-depth", limits.depth, "call depth limit (default 10000)");
+  cmd->add_option("--eval-heap", limits.heap_bytes, "compile-time heap limit in bytes (default 1 GiB)");
+  cmd->add_option("--ir-nodes", ir_nodes, "IR nodes per function before fusion (default 100000)");
+}
+
+static bool no_color() { return std::getenv("NO_COLOR") != nullptr; }
+bool use_color_stderr() { return !no_color() && isatty(2); }
+bool use_color_stdout() { return !no_color() && isatty(1); }
+
+}  // namespace sexpgpu::cli
+
+int main(int argc, char** argv) {
+  using namespace sexpgpu;
+  return run_with_big_stack([&]() -> int {
+    CLI::App app{"SexpGPU: one Lisp file per ML experiment, checked, compiled and trained."};
+    app.require_subcommand(0, 1);
+    bool version = false;
+    app.add_flag("--version", version, "print the version, the plugin ABI version and the IR version");
+    int exit_code = 0;
+    cli::add_check(app, exit_code);
+    cli::add_eval(app, exit_code);
+#ifdef SEXPGPU_HAVE_FMT
+    cli::add_fmt(app, exit_code);
+#endif
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      app.exit(e);
+      return cli::kUsage;
+    } catch (const std::exception& e) {
+      std::cerr << "sexpgpu: internal error: " << e.what() << "\n";
+      return 70;
+    }
+    if (version) {
+      std::cout << "sexpgpu " SEXPGPU_VERSION " (plugin ABI 1.0, IR 1)\n";
+      return 0;
+    }
+    if (app.get_subcommands().empty()) {
+      std::cerr << app.help();
+      return cli::kUsage;
+    }
+    return exit_code;
+  });
+}

@@ -1,0 +1,351 @@
+// The compile-time Lisp interpreter: symbols, the heap, lexical environments,
+// eval/apply, multiple values, non-local exits, limits, and the helpers that
+// builtins use (argument checking, errors with positions, allocation).
+//
+// Errors are C++ exceptions (LispError) carrying a Diagnostic; non-local exits
+// (return-from, go, throw) are exceptions of their own types. The evaluator
+// never aborts: every limit (steps, call depth, native stack, heap) becomes a
+// diagnostic.
+#pragma once
+
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "lisp/value.h"
+#include "util/diagnostics.h"
+
+namespace sexpgpu::lisp {
+
+// ---- lexical environments ---------------------------------------------------
+
+enum class NS : uint8_t { Var, SpecialVar, Fun, Macro, SymbolMacro, Block, Tag };
+
+struct Binding {
+  Symbol* sym;
+  NS ns;
+  Value val;
+};
+
+struct Env : Obj {
+  Env* parent = nullptr;
+  std::vector<Binding> b;
+};
+
+// A live block or tagbody: exits aimed at a dead one are errors, not jumps.
+struct ExitPoint : Obj {
+  bool alive = true;
+  std::vector<std::pair<Value, Value>> tags;  // tagbody: (tag, body tail after it)
+};
+
+// ---- parsed lambda lists (cached per lambda form) ---------------------------
+
+struct LambdaInfo {
+  struct Opt {
+    Value var;  // symbol, or a destructuring pattern in macros
+    Value init;
+    Symbol* supplied = nullptr;
+    bool has_init = false;
+  };
+  struct Key {
+    Symbol* keyword;
+    Value var;
+    Value init;
+    Symbol* supplied = nullptr;
+    bool has_init = false;
+  };
+  std::vector<Value> required;  // symbols (or patterns in macros)
+  std::vector<Opt> optional;
+  Value rest;  // symbol, pattern or unset
+  bool has_rest = false;
+  bool has_key = false;
+  bool allow_other_keys = false;
+  std::vector<Key> keys;
+  std::vector<Opt> aux;
+  Symbol* whole = nullptr;
+  Symbol* environment = nullptr;
+  Value body;          // list of forms, after declarations and docstring
+  Value declarations;  // list of declaration specifiers
+  Value doc;           // string or nil
+  std::vector<Symbol*> specials;  // (declare (special ...)) of the body
+  Value block_name;               // non-nil: body is wrapped in this block
+  bool macro = false;
+  int min_args = 0, max_args = 0;  // max -1: &rest/&key
+};
+
+// ---- exceptions -------------------------------------------------------------
+
+struct LispError {
+  Diagnostic diag;
+  bool catchable = true;  // evaluation limits are not
+  Value condition;        // a Condition value, made lazily
+};
+
+struct BlockExit {
+  ExitPoint* target;
+  Value value;
+};
+struct GoExit {
+  ExitPoint* target;
+  Value tag_tail;  // the tagbody body at the tag
+};
+struct ThrowExit {
+  Value tag;
+  Value value;
+};
+
+struct Module;
+
+struct Limits {
+  uint64_t steps = 20'000'000;
+  uint32_t depth = 10'000;
+  uint64_t heap_bytes = uint64_t(1) << 30;
+};
+
+struct PrintOptions {
+  bool escape = true;      // prin1 (true) or princ (false)
+  bool upcase = false;     // symbols in upper case (as SBCL prints)
+  bool readably = false;   // --readably
+};
+
+class Interp {
+ public:
+  explicit Interp(SourceMap& sources, DiagnosticSink& sink);
+  ~Interp();
+  Interp(const Interp&) = delete;
+  Interp& operator=(const Interp&) = delete;
+
+  SourceMap& sources;
+  DiagnosticSink& sink;  // warnings (W-*) and print output notes go here
+  Limits limits;
+  std::vector<std::string> features = {"SEXPGPU"};
+  std::string* output = nullptr;  // where print/format t write (stderr if null)
+
+  // ---- symbols --------------------------------------------------------------
+  Symbol* intern(std::string_view upper_name);
+  Symbol* keyword(std::string_view upper_name);
+  Symbol* qualified(std::string_view qualifier, std::string_view upper_name);
+  Symbol* make_symbol(std::string name);  // uninterned
+  Value sym(std::string_view upper_name) { return symval(intern(upper_name)); }
+  static Value symval(Symbol* s) { return Value::object(Kind::Symbol, s); }
+
+  Value nil() const { return nil_; }
+  Value t() const { return t_; }
+  Value boolean(bool b) const { return b ? t_ : nil_; }
+  Symbol* NIL;
+  Symbol* T;
+
+  // ---- allocation -----------------------------------------------------------
+  template <typename T, typename... Args>
+  T* alloc(Args&&... args) {
+    T* o = new T(std::forward<Args>(args)...);
+    o->next_alloc = heap_;
+    heap_ = o;
+    note_alloc(sizeof(T));
+    return o;
+  }
+  void note_alloc(size_t bytes);
+  uint64_t heap_bytes() const { return heap_bytes_; }
+
+  Value cons(Value a, Value b) {
+    Cons* c = alloc<Cons>();
+    c->car = a;
+    c->cdr = b;
+    return Value::object(Kind::Cons, c);
+  }
+  Value list(std::initializer_list<Value> xs);
+  Value list_from(const std::vector<Value>& xs, Value tail);
+  Value list_from(const std::vector<Value>& xs) { return list_from(xs, nil_); }
+  Value make_string(std::u32string s);
+  Value make_string_utf8(std::string_view s);
+  Value make_vector(std::vector<Value> items);
+  Value make_function(BuiltinFn fn, int min_args, int max_args, Value name);
+
+  // ---- evaluation -----------------------------------------------------------
+  Value eval(Value form, Env* env);
+  Value eval_body(Value body, Env* env);  // implicit progn
+  Value apply(Value fn, Value* args, int nargs);
+  Value call(Value fn, std::initializer_list<Value> args);
+  Value funcall_designator(Value f, Value* args, int nargs);  // symbol or function
+  Value resolve_function(Value designator);  // #'f semantics, or E-UNBOUND
+
+  // Evaluate one top-level form from a file, reporting its error (if any) to
+  // the sink. Returns false when the form failed.
+  bool eval_toplevel(Value form, Value* result = nullptr);
+
+  // ---- multiple values ------------------------------------------------------
+  // The primary value is what eval returns; nvals/mvals describe all of them.
+  int nvals = 1;
+  std::vector<Value> mvals;  // valid when nvals != 1
+  Value values(const std::vector<Value>& vs);
+  Value values2(Value a, Value b);
+  void single() { nvals = 1; }
+  // All values of the last evaluation, given its primary value.
+  std::vector<Value> last_values(Value primary) const;
+
+  // ---- macros ---------------------------------------------------------------
+  Value macroexpand_1(Value form, Env* env, bool* expanded);
+  Value macroexpand(Value form, Env* env, bool* expanded);
+  Value macro_function(Symbol* s, Env* env);  // nil if not a macro
+
+  // ---- names and cells ------------------------------------------------------
+  Module* current_module = nullptr;  // nullptr: the main file
+  Cell* fcell(Symbol* s);            // the cell a function name resolves to
+  Cell* vcell(Symbol* s);            // the cell a global variable resolves to
+  Cell* define_cell(Symbol* s);      // where a definition goes now
+  Value lookup_function(Symbol* s, Env* env, bool* is_macro);
+  Value symbol_value(Symbol* s);
+  void set_symbol_value(Symbol* s, Value v);
+  Value setf_function(Symbol* s);  // nil if none
+
+  // ---- builtin registration -------------------------------------------------
+  void defbuiltin(const char* name, int min_args, int max_args, BuiltinFn fn, const char* doc);
+  void defconstant(const char* name, Value v);
+
+  // ---- errors ---------------------------------------------------------------
+  [[noreturn]] void fail(const char* code, std::string message, std::string fix = "");
+  [[noreturn]] void fail_at(Span span, const char* code, std::string message,
+                            std::string fix = "");
+  [[noreturn]] void type_error(Value v, std::string_view expected, std::string_view where);
+  void warn(const char* code, std::string message, std::string fix = "");
+  Span current_span() const;
+  Span span_of(uint32_t id) const { return id < spans_.size() ? spans_[id] : Span{}; }
+  uint32_t add_span(Span s) {
+    spans_.push_back(s);
+    return uint32_t(spans_.size() - 1);
+  }
+  Value make_condition(const LispError& e);
+  const char* current_operator = nullptr;  // name of the builtin being applied
+
+  // ---- printing -------------------------------------------------------------
+  std::string print(Value v, PrintOptions o = {});
+  std::string princ(Value v) { return print(v, PrintOptions{false, false, false}); }
+  std::string prin1(Value v) { return print(v, PrintOptions{true, false, false}); }
+  // How messages name things: lower-case symbols, strings quoted.
+  std::string show(Value v) { return print(v, PrintOptions{true, false, false}); }
+  void write_output(std::string_view s);
+  bool at_line_start = true;  // for ~& and fresh-line
+
+  // ---- argument helpers for builtins ---------------------------------------
+  int64_t arg_int(Value v, std::string_view where);
+  double arg_number(Value v, std::string_view where);  // int or float, as double
+  Symbol* arg_symbol(Value v, std::string_view where);
+  String* arg_string(Value v, std::string_view where);
+  std::u32string string_designator(Value v, std::string_view where);
+  char32_t arg_char(Value v, std::string_view where);
+  // A proper list's elements; E-TYPE for dotted or circular lists.
+  std::vector<Value> list_items(Value list, std::string_view where);
+  size_t list_length(Value list, std::string_view where);
+  // Keyword arguments: fills `out` (same order as `names`) from args[start..n);
+  // E-ARITY for an odd count or an unknown key (unless :allow-other-keys t).
+  void parse_keys(Value* args, int n, int start, std::initializer_list<const char*> names,
+                  Value* out, bool* present = nullptr);
+
+  // ---- accounting -----------------------------------------------------------
+  uint64_t steps = 0;
+  uint32_t depth = 0;
+  void count_step() {
+    if (++steps > limits.steps) limit_reached_steps();
+  }
+  void check_native_stack();
+  uint64_t gensym_counter = 1;
+  uint64_t random_state = 0x853c49e6748fea9bULL;
+
+  // Per-module state, see modules.cpp.
+  std::vector<std::unique_ptr<Module>> modules;
+  std::vector<Module*> loading;  // the require stack, for cycles
+  std::vector<std::string> module_path;
+  std::string current_file;  // path of the file being evaluated
+  Module* find_module_by_prefix(std::string_view prefix);
+
+  // Expansion cache: a macro call form's expansion, valid until a macro is
+  // (re)defined.
+  std::unordered_map<Cons*, Value> expansion_cache;
+
+  // Parsed lambda lists, keyed by the lambda form's cons.
+  LambdaInfo* lambda_info(Value lambda_list, Value body, bool macro, Value block_name);
+
+  // Dynamic state.
+  struct SpecialBinding {
+    Cell* cell;
+    Value old;
+    bool had_value;
+  };
+  std::vector<SpecialBinding> special_stack;
+  void unbind_specials(size_t to);
+  std::vector<Value> catch_tags;  // active catch tags, innermost last
+
+  // Names whose defining top-level form failed: unbound errors on them are
+  // consequences, not new problems, and are not reported again.
+  std::vector<Symbol*> poisoned;
+  bool is_poisoned(Symbol* s) const;
+
+  // Well-known symbols, interned once.
+  struct Syms {
+    Symbol *quote, *function, *lambda, *setf, *declare, *special, *ignore, *ignorable, *type,
+        *optional, *rest, *key, *aux, *body, *whole, *environment, *allow_other_keys,
+        *kw_allow_other_keys, *quasiquote, *unquote, *unquote_splicing, *block, *error, *otherwise,
+        *named_lambda;
+  } S;
+
+  // Span bookkeeping of the form being evaluated (an index into spans_).
+  uint32_t cur_span = 0;
+  uint32_t atom_span = 0;  // span of the atom being evaluated, when known
+
+ private:
+  Value nil_, t_;
+  Obj* heap_ = nullptr;
+  uint64_t heap_bytes_ = 0;
+  std::unordered_map<std::string, Symbol*> symbols_, keywords_, qualified_;
+  std::unordered_map<uintptr_t, LambdaInfo*> lambda_cache_;
+  std::vector<std::unique_ptr<LambdaInfo>> lambda_infos_;
+  std::vector<Span> spans_;
+  char* stack_base_ = nullptr;
+  [[noreturn]] void limit_reached_steps();
+
+  Value eval_cons(Value form, Env* env);
+  Value apply_closure(Function* f, Value* args, int nargs);
+  friend struct SpecialForms;
+};
+
+// RAII: dynamic bindings made in a scope are undone when it exits.
+struct SpecialScope {
+  Interp& in;
+  size_t mark;
+  explicit SpecialScope(Interp& i) : in(i), mark(i.special_stack.size()) {}
+  ~SpecialScope() { in.unbind_specials(mark); }
+};
+
+// UTF-8 <-> UTF-32 for strings.
+std::u32string utf8_to_u32(std::string_view s);
+std::string u32_to_utf8(std::u32string_view s);
+std::string upcase_ascii(std::string_view s);
+
+// Register every builtin family (each builtins_*.cpp has one of these).
+void register_special_forms(Interp& in);
+void register_core_builtins(Interp& in);
+void register_number_builtins(Interp& in);
+void register_list_builtins(Interp& in);
+void register_sequence_builtins(Interp& in);
+void register_string_builtins(Interp& in);
+void register_hash_builtins(Interp& in);
+void register_format_builtins(Interp& in);
+void register_module_builtins(Interp& in);
+void register_place_builtins(Interp& in);
+
+// Structural equality (equal / equalp) and hashing (hash tables).
+bool eql(Value a, Value b);
+bool equal(Value a, Value b);
+bool equalp(Value a, Value b);
+
+// The Lisp prelude, embedded at build time (prelude/prelude.lisp).
+extern const char* const kPreludeSource;
+// Load the prelude into `in` (reads, evaluates; its errors are fatal bugs and
+// reported as such).
+void load_prelude(Interp& in);
+
+}  // namespace sexpgpu::lisp

@@ -1,0 +1,54 @@
+// Session: prelude loading, files and strings evaluated form by form.
+#include "lisp/session.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace sexpgpu::lisp {
+
+Session::Session(const Limits& limits) {
+  interp = std::make_unique<Interp>(sources, sink);
+  interp->limits = limits;
+  load_prelude(*interp);
+}
+
+bool Session::load_file(const std::string& path, std::string* io_error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    if (io_error) *io_error = "cannot read " + path;
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  uint32_t id = sources.add(path, ss.str());
+  std::string saved = interp->current_file;
+  interp->current_file = path;
+  for (const ReadForm& rf : read_file_forms(*interp, id)) interp->eval_toplevel(rf.form);
+  interp->current_file = saved;
+  return true;
+}
+
+bool Session::eval_string(const std::string& name, const std::string& text, std::vector<Value>* last) {
+  std::vector<ReadForm> forms;
+  try {
+    forms = read_string_forms(*interp, name, text);
+  } catch (LispError& e) {
+    sink.report(std::move(e.diag));
+    return false;
+  }
+  std::string saved = interp->current_file;
+  interp->current_file = name;
+  bool ok = true;
+  for (const ReadForm& rf : forms) {
+    Value v;
+    if (!interp->eval_toplevel(rf.form, &v)) {
+      ok = false;
+      break;
+    }
+    if (last) *last = interp->last_values(v);
+  }
+  interp->current_file = saved;
+  return ok;
+}
+
+}  // namespace sexpgpu::lisp

@@ -1,0 +1,29 @@
+// A compilation session: the source map, the diagnostics, and an interpreter
+// with the prelude loaded. Every verb that reads Lisp starts from one.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "lisp/interp.h"
+#include "lisp/reader.h"
+
+namespace sexpgpu::lisp {
+
+class Session {
+ public:
+  explicit Session(const Limits& limits = {});
+  SourceMap sources;
+  DiagnosticSink sink;
+  std::unique_ptr<Interp> interp;
+
+  // Reads and evaluates a file, each top-level form on its own: an error in
+  // one is reported and the next is still evaluated. False if the file
+  // cannot be read (the message says why).
+  bool load_file(const std::string& path, std::string* io_error);
+  // Evaluates the forms of `text` (named `name` in diagnostics); the values
+  // of the last form are stored in `last`. False on the first error.
+  bool eval_string(const std::string& name, const std::string& text, std::vector<Value>* last);
+};
+
+}  // namespace sexpgpu::lisp

@@ -1,0 +1,312 @@
+;;;; The prelude: loaded before every file. The Common Lisp macros that are
+;;;; not special forms here, written in the Lisp itself, plus a few helpers.
+;;;; docs/prelude.md lists every definition; tests/golden/lisp covers each.
+
+;;; Definitions
+
+(defmacro defun (name lambda-list &body body)
+  `(progn (%defun ',name (%named-lambda ,name ,lambda-list ,@body)) ',name))
+
+(defmacro defvar (name &optional (value nil value-p) doc)
+  (declare (ignore doc))
+  `(progn (%defvar ',name ,value nil ,value-p) ',name))
+
+(defmacro defparameter (name value &optional doc)
+  (declare (ignore doc))
+  `(progn (%defvar ',name ,value t t) ',name))
+
+(defmacro defconstant (name value &optional doc)
+  (declare (ignore doc))
+  `(progn (%defconstant ',name ,value) ',name))
+
+(defmacro declaim (&rest specs)
+  `(progn ,@(mapcar (lambda (s) `(proclaim ',s)) specs) nil))
+
+;;; Conditionals
+
+(defmacro when (test &body body)
+  `(if ,test (progn ,@body) nil))
+
+(defmacro unless (test &body body)
+  `(if ,test nil (progn ,@body)))
+
+(defmacro and (&rest forms)
+  (cond ((null forms) t)
+        ((null (cdr forms)) (car forms))
+        (t `(if ,(car forms) (and ,@(cdr forms)) nil))))
+
+(defmacro or (&rest forms)
+  (if (null forms)
+      nil
+      (if (null (cdr forms))
+          (car forms)
+          (let ((g (gensym)))
+            `(let ((,g ,(car forms)))
+               (if ,g ,g (or ,@(cdr forms))))))))
+
+(defmacro cond (&rest clauses)
+  (if (null clauses)
+      nil
+      (let ((clause (car clauses)))
+        (if (null (cdr clause))
+            (let ((g (gensym)))
+              `(let ((,g ,(car clause)))
+                 (if ,g ,g (cond ,@(cdr clauses)))))
+            `(if ,(car clause)
+                 (progn ,@(cdr clause))
+                 (cond ,@(cdr clauses)))))))
+
+(defmacro case (key &rest clauses)
+  (let ((k (gensym "KEY")))
+    `(let ((,k ,key))
+       (cond ,@(mapcar (lambda (c)
+                         (let ((keys (car c)))
+                           (cond ((or (eq keys t) (eq keys 'otherwise)) `(t ,@(cdr c)))
+                                 ((listp keys) `((member ,k ',keys) ,@(cdr c)))
+                                 (t `((eql ,k ',keys) ,@(cdr c))))))
+                       clauses)))))
+
+(defmacro ecase (key &rest clauses)
+  (let ((k (gensym "KEY"))
+        (all (apply #'append (mapcar (lambda (c) (if (listp (car c)) (car c) (list (car c))))
+                                     clauses))))
+    `(let ((,k ,key))
+       (case ,k
+         ,@clauses
+         (otherwise (error 'type-error :format-control "~s fell through an ecase expecting one of ~s"
+                                       :format-arguments (list ,k ',all)))))))
+
+(defmacro typecase (key &rest clauses)
+  (let ((k (gensym "KEY")))
+    `(let ((,k ,key))
+       (cond ,@(mapcar (lambda (c)
+                         (if (or (eq (car c) t) (eq (car c) 'otherwise))
+                             `(t ,@(cdr c))
+                             `((typep ,k ',(car c)) ,@(cdr c))))
+                       clauses)))))
+
+(defmacro etypecase (key &rest clauses)
+  (let ((k (gensym "KEY")))
+    `(let ((,k ,key))
+       (typecase ,k
+         ,@clauses
+         (t (error 'type-error :format-control "~s fell through an etypecase expecting ~s"
+                               :format-arguments (list ,k '(or ,@(mapcar #'car clauses)))))))))
+
+;;; Sequencing and blocks
+
+(defmacro return (&optional value)
+  `(return-from nil ,value))
+
+(defmacro prog1 (first &body rest)
+  (let ((g (gensym)))
+    `(let ((,g ,first)) ,@rest ,g)))
+
+(defmacro prog2 (first second &body rest)
+  `(progn ,first (prog1 ,second ,@rest)))
+
+(defmacro prog (bindings &body body)
+  `(block nil (let ,bindings (tagbody ,@body))))
+
+(defmacro prog* (bindings &body body)
+  `(block nil (let* ,bindings (tagbody ,@body))))
+
+;;; Places
+
+(defmacro setf (&rest pairs)
+  (cond ((null pairs) nil)
+        ((null (cdr pairs)) (error "setf: odd number of arguments"))
+        ((cddr pairs) `(progn ,@(loop-pairs pairs (lambda (p v) `(setf ,p ,v)))))
+        ((symbolp (car pairs)) `(setq ,(car pairs) ,(cadr pairs)))
+        (t (multiple-value-bind (temps vals stores writer) (get-setf-expansion (car pairs))
+             `(let* (,@(mapcar #'list temps vals) (,(car stores) ,(cadr pairs)))
+                ,writer)))))
+
+(defun loop-pairs (pairs fn)
+  (if (null pairs) nil (cons (funcall fn (car pairs) (cadr pairs)) (loop-pairs (cddr pairs) fn))))
+
+(defmacro psetq (&rest pairs)
+  (let ((gs (loop-pairs pairs (lambda (p v) (declare (ignore p v)) (gensym)))))
+    `(let ,(mapcar #'list gs (loop-pairs pairs (lambda (p v) (declare (ignore p)) v)))
+       (setq ,@(apply #'append (mapcar #'list (loop-pairs pairs (lambda (p v) (declare (ignore v)) p)) gs)))
+       nil)))
+
+(defmacro psetf (&rest pairs)
+  (let ((gs (loop-pairs pairs (lambda (p v) (declare (ignore p v)) (gensym)))))
+    `(let ,(mapcar #'list gs (loop-pairs pairs (lambda (p v) (declare (ignore p)) v)))
+       (setf ,@(apply #'append (mapcar #'list (loop-pairs pairs (lambda (p v) (declare (ignore v)) p)) gs)))
+       nil)))
+
+;; Read-modify-write on a place, evaluating its subforms once.
+(defun %modify-place (place fn)
+  (multiple-value-bind (temps vals stores writer reader) (get-setf-expansion place)
+    `(let* (,@(mapcar #'list temps vals) (,(car stores) ,(funcall fn reader)))
+       ,writer)))
+
+(defmacro incf (place &optional (delta 1))
+  (if (symbolp place)
+      `(setq ,place (+ ,place ,delta))
+      (%modify-place place (lambda (r) `(+ ,r ,delta)))))
+
+(defmacro decf (place &optional (delta 1))
+  (if (symbolp place)
+      `(setq ,place (- ,place ,delta))
+      (%modify-place place (lambda (r) `(- ,r ,delta)))))
+
+(defmacro push (item place)
+  (if (symbolp place)
+      `(setq ,place (cons ,item ,place))
+      (let ((g (gensym)))
+        `(let ((,g ,item)) ,(%modify-place place (lambda (r) `(cons ,g ,r)))))))
+
+(defmacro pushnew (item place &rest keys)
+  (let ((g (gensym)))
+    `(let ((,g ,item)) ,(%modify-place place (lambda (r) `(adjoin ,g ,r ,@keys))))))
+
+(defmacro pop (place)
+  (multiple-value-bind (temps vals stores writer reader) (get-setf-expansion place)
+    (let ((g (gensym)))
+      `(let* (,@(mapcar #'list temps vals) (,g ,reader) (,(car stores) (cdr ,g)))
+         ,writer
+         (car ,g)))))
+
+(defmacro rotatef (&rest places)
+  (if (null (cdr places))
+      nil
+      `(psetf ,@(apply #'append (mapcar #'list places (append (cdr places) (list (car places)))))
+              )))
+
+(defmacro shiftf (&rest places-and-value)
+  (let* ((places (butlast places-and-value))
+         (value (car (last places-and-value)))
+         (g (gensym)))
+    `(let ((,g ,(car places)))
+       (psetf ,@(apply #'append (mapcar #'list places (append (cdr places) (list value)))))
+       ,g)))
+
+(defmacro remf (place indicator)
+  (let ((g (gensym)))
+    `(let ((,g nil))
+       (setf ,place (%remf ,place ,indicator (lambda () (setq ,g t))))
+       ,g)))
+
+;;; Iteration
+
+;; Leading declarations of a body, and the forms after them.
+(defun %split-body (body)
+  (let ((decls nil))
+    (tagbody
+     next
+       (if (and (consp body) (consp (car body)) (eq (caar body) 'declare))
+           (progn (setq decls (cons (car body) decls)) (setq body (cdr body)) (go next))))
+    (values (reverse decls) body)))
+
+(defmacro dolist ((var list &optional result) &body body)
+  (multiple-value-bind (decls forms) (%split-body body)
+   (let ((tail (gensym "TAIL")))
+    `(block nil
+       (let ((,tail ,list))
+         (tagbody
+          next
+            (if (null ,tail) (go end))
+            (let ((,var (car ,tail)))
+              ,@decls
+              (tagbody ,@forms))
+            (setq ,tail (cdr ,tail))
+            (go next)
+          end)
+         (let ((,var nil))
+           (declare (ignorable ,var))
+           ,result))))))
+
+(defmacro dotimes ((var count &optional result) &body body)
+  (multiple-value-bind (decls forms) (%split-body body)
+   (let ((n (gensym "N")))
+    `(block nil
+       (let ((,n ,count) (,var 0))
+         ,@decls
+         (tagbody
+          next
+            (if (>= ,var ,n) (go end))
+            (tagbody ,@forms)
+            (setq ,var (1+ ,var))
+            (go next)
+          end)
+         ,result)))))
+
+(defun %do-expand (specs end-clause body sequential)
+ (multiple-value-bind (decls forms) (%split-body body)
+  (let ((bindings (mapcar (lambda (s) (if (consp s) (list (car s) (cadr s)) (list s nil))) specs))
+        (steps (apply #'append
+                      (mapcar (lambda (s) (if (and (consp s) (cddr s)) (list (car s) (caddr s)) nil))
+                              specs)))
+        (top (gensym "TOP")))
+    `(block nil
+       (,(if sequential 'let* 'let) ,bindings
+        ,@decls
+        (tagbody
+         ,top
+           (if ,(car end-clause) (return-from nil (progn ,@(cdr end-clause))))
+           (tagbody ,@forms)
+           (,(if sequential 'setq 'psetq) ,@steps)
+           (go ,top)))))))
+
+(defmacro do (specs end-clause &body body)
+  (%do-expand specs end-clause body nil))
+
+(defmacro do* (specs end-clause &body body)
+  (%do-expand specs end-clause body t))
+
+;;; Multiple values
+
+(defmacro multiple-value-bind (vars form &body body)
+  (let ((rest (gensym "REST")))
+    `(multiple-value-call (lambda (&optional ,@vars &rest ,rest)
+                            (declare (ignore ,rest))
+                            ,@body)
+       ,form)))
+
+(defmacro multiple-value-list (form)
+  `(multiple-value-call #'list ,form))
+
+(defmacro multiple-value-setq (vars form)
+  (let ((gs (mapcar (lambda (v) (declare (ignore v)) (gensym)) vars)))
+    `(multiple-value-bind ,gs ,form
+       (setq ,@(apply #'append (mapcar #'list vars gs)))
+       ,(car gs))))
+
+(defmacro nth-value (n form)
+  `(nth ,n (multiple-value-list ,form)))
+
+;;; Macros
+
+(defmacro with-gensyms (names &body body)
+  `(let ,(mapcar (lambda (n) `(,n (gensym ,(symbol-name n)))) names)
+     ,@body))
+
+(defmacro once-only (names &body body)
+  (let ((gs (mapcar (lambda (n) (declare (ignore n)) (gensym)) names)))
+    `(let ,(mapcar (lambda (g) `(,g (gensym))) gs)
+       (list 'let (list ,@(mapcar (lambda (g n) `(list ,g ,n)) gs names))
+             (let ,(mapcar #'list names gs)
+               ,@body)))))
+
+;;; Errors
+
+(defmacro ignore-errors (&body body)
+  (let ((c (gensym "C")))
+    `(handler-case (progn ,@body)
+       (error (,c) (values nil ,c)))))
+
+(defmacro check-type (place type &optional type-string)
+  `(unless (typep ,place ',type)
+     (error 'type-error
+            :format-control "The value of ~s is ~s, which is not ~a."
+            :format-arguments (list ',place ,place ,(or type-string `(quote ,type))))))
+
+(defmacro assert (test &optional places format-control &rest args)
+  (declare (ignore places))
+  `(unless ,test
+     ,(if format-control
+          `(error ,format-control ,@args)
+          `(error "The assertion ~s failed." ',test))))
