@@ -53,8 +53,9 @@ constexpr int kMaxDepth = 10'000;  // the reader's limit
 enum class K : uint8_t { Atom, List, Prefix, LineComment, BlockComment };
 // Data: elements under the first. Call: arguments under the first argument.
 // Body / Options: after n distinguished arguments, two columns in; Body forms
-// put their body one form a line or all on the head line.
-enum class Style : uint8_t { Data, Call, Body, Options };
+// put their body one form a line or all on the head line. Tags: a tagbody,
+// whose tags go one column in and statements three, as Emacs puts them.
+enum class Style : uint8_t { Data, Call, Body, Options, Tags };
 
 // Contexts, a char each: c code, q quoted data, d data whose elements are code,
 // p a call whatever its head (a binding), b a binding list, f a list of local
@@ -95,11 +96,12 @@ constexpr FormRule kForms[] = {
     {"labels", B, 1, "f", 'c'},         {"lambda", B, 1, "d", 'c'},
     {"let", B, 1, "b", 'c'},            {"let*", B, 1, "b", 'c'},
     {"locally", B, 0, "", 'c'},         {"macrolet", B, 1, "f", 'c'},
-    {"multiple-value-bind", B, 2, "dc", 'c'}, {"multiple-value-prog1", B, 1, "c", 'c'},
+    {"multiple-value-bind", B, 2, "dc", 'c'}, {"multiple-value-call", B, 1, "c", 'c'},
+    {"multiple-value-prog1", B, 1, "c", 'c'}, {"handler-bind", B, 1, "b", 'c'},
     {"once-only", B, 1, "d", 'c'},      {"optimizer-update", B, 1, "d", 'c'},
     {"prog1", B, 1, "c", 'c'},          {"prog2", B, 2, "cc", 'c'},
     {"progn", B, 0, "", 'c'},           {"scope", B, 1, "c", 'c'},
-    {"symbol-macrolet", B, 1, "b", 'c'}, {"tagbody", B, 0, "", 'c'},
+    {"symbol-macrolet", B, 1, "b", 'c'}, {"tagbody", Style::Tags, 0, "", 'c'},
     {"typecase", B, 1, "c", 'd'},       {"unless", B, 1, "c", 'c'},
     {"unwind-protect", B, 1, "c", 'c'}, {"when", B, 1, "c", 'c'},
     // Declarations: options after the name, filled as written.
@@ -122,6 +124,12 @@ bool is_term(char c) {
 bool is_comment(const Node& x) { return x.kind == K::LineComment || x.kind == K::BlockComment; }
 bool is_key(const Node& x) {
   return x.kind == K::Atom && ((x.text.size() > 1 && x.text[0] == ':') || x.text == ".");
+}
+
+// A tagbody's tag: a symbol or integer, or in a template `,tag`.
+bool is_tag(const Node& x) {
+  return x.kind == K::Atom ||
+         (x.kind == K::Prefix && x.text == "," && x.items.size() == 1 && x.items[0].kind == K::Atom);
 }
 
 // Characters up to the first newline: the width of a first line.
@@ -408,7 +416,7 @@ void prepare(Node& x, char ctx) {
   for (Node& it : x.items) {
     if (is_comment(it)) continue;
     prepare(it, x.kind == K::List ? child_ctx(x, k) : prefix_ctx(x, k, ctx));
-    body_broken |= x.style == B && k > x.n && it.gap > 0;
+    body_broken |= (x.style == B || x.style == Style::Tags) && k > x.n && it.gap > 0;
     ++k;
   }
   if (x.kind == K::Prefix && !x.items.empty() && !is_comment(x.items[0])) x.items[0].gap = 0;
@@ -501,7 +509,8 @@ class Printer {
     return i + 1 == l.items.size() ||
            (i + 2 == l.items.size() && l.items[i + 1].kind == K::LineComment && l.items[i + 1].gap == 0);
   }
-  static int indent_for(const Node& l, int k, int open, int content, int align) {
+  static int indent_for(const Node& l, const Node& it, int k, int open, int content, int align) {
+    if (l.style == Style::Tags) return open + (is_tag(it) ? 1 : 3);
     if (l.style == Style::Data) return content;
     if (l.style == Style::Call) return k <= 1 ? content : align;
     return k == 0 ? content : open + (k <= l.n ? 4 : 2);
@@ -555,9 +564,9 @@ class Printer {
       const Node& it = l.items[i];
       const bool child = !is_comment(it);
       const int kk = k + 1;
-      const int ind = indent_for(l, kk, open, content, align);
+      const int ind = indent_for(l, it, kk, open, content, align);
       bool brk = it.gap > 0 || must_break() || (child && prev_multi);
-      if (child && l.style == B && kk > l.n) {
+      if (child && (l.style == B || l.style == Style::Tags) && kk > l.n) {
         if (body < 0) body = (brk || line_ != line0 || body_breaks(l, i, trail)) ? 1 : 0;
         brk = brk || body == 1;
       } else if (child && !brk && i > 0 && roles[kk] != kValue && ind < col_ + 1) {
@@ -573,7 +582,7 @@ class Printer {
       prev_multi = line_ != line_before;
       if (k == 1 && line_before == line0) align = col_before;
     }
-    if (comment_ended_) newline(indent_for(l, k + 1, open, content, align), false);
+    if (comment_ended_) newline(indent_for(l, l, k + 1, open, content, align), false);
     text(")");
   }
 

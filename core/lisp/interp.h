@@ -342,8 +342,6 @@ bool eql(Value a, Value b);
 bool equal(Value a, Value b);
 bool equalp(Value a, Value b);
 
-// The Lisp prelude, embedded at build time (prelude/prelude.lisp).
-extern const char* const kPreludeSource;
 // Load the prelude into `in` (reads, evaluates; its errors are fatal bugs and
 // reported as such).
 void load_prelude(Interp& in);
