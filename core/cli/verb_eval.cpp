@@ -149,7 +149,7 @@ void add_eval(CLI::App& app, int& exit_code) {
     s.interp->current_file = "<stdin>";
     for (const lisp::ReadForm& rf : forms) {
       lisp::Value v;
-      bool ok = s.interp->eval_toplevel(rf.form, &v);
+      bool ok = s.interp->eval_toplevel(rf.form, &v, &rf.span);
       failed |= flush_diagnostics(s, shown) || !ok;
       if (ok) print_values(*s.interp, s.interp->last_values(v), opts->readably);
     }

@@ -283,11 +283,23 @@ void Interp::defconstant(const char* name, Value v) {
   s->cell.value_origin = kBuiltin;
 }
 
+uint32_t find_atom_span(Value list, Value atom, int depth);
+
+Span Interp::span_of_atom(Value atom) {
+  if (atom_span && atom_form == atom && spans_[atom_span].file > last_prelude_file)
+    return spans_[atom_span];
+  if (cur_cons)
+    if (uint32_t s = find_atom_span(Value::object(Kind::Cons, cur_cons), atom, 0))
+      if (spans_[s].file > last_prelude_file) return spans_[s];
+  return current_span();
+}
+
 // ---- errors --------------------------------------------------------------------
 
 Span Interp::current_span() const {
-  if (atom_span) return spans_[atom_span];
-  return spans_[cur_span];
+  const Span& s = spans_[cur_span];
+  if (s.file != 0 && s.file <= last_prelude_file && user_span) return spans_[user_span];
+  return s;
 }
 
 void Interp::fail_at(Span span, const char* code, std::string message, std::string fix) {
@@ -473,14 +485,65 @@ Value Interp::lookup_function(Symbol* s, Env* env, bool* is_macro) {
   return c->has_function() ? c->function : Value();
 }
 
-// The nearest defined names to `name`, for "did you mean" hints.
-static std::string suggest(Interp& in, Symbol* s, Env* env, bool function) {
-  (void)in;
-  (void)env;
-  (void)function;
-  (void)s;
-  return "";
+// ---- "did you mean" ------------------------------------------------------------
+
+namespace {
+
+const char* const kClSymbols[] = {
+#include "lisp/cl_symbols.inc"
+};
+
+bool is_cl_symbol(const std::string& name) {
+  return std::binary_search(std::begin(kClSymbols), std::end(kClSymbols), name,
+                            [](const auto& a, const auto& b) { return std::string_view(a) < std::string_view(b); });
 }
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t prev = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cur = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      prev = cur;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+// The nearest names in scope to `s` (functions or variables), for the fix line.
+std::string Interp::suggest_names(Symbol* s, Env* env, bool function) {
+  std::vector<std::pair<size_t, std::string>> best;
+  size_t limit = std::max<size_t>(1, s->name.size() / 3);
+  auto consider = [&](const std::string& name) {
+    if (name == s->name || name.empty() || name[0] == '%') return;
+    size_t d = edit_distance(name, s->name);
+    if (d <= limit) best.emplace_back(d, name);
+  };
+  for (Env* e = env; e; e = e->parent)
+    for (auto& b : e->b)
+      if (b.sym && ((function && b.ns == NS::Fun) || (!function && (b.ns == NS::Var || b.ns == NS::SpecialVar))))
+        consider(b.sym->name);
+  for (auto& [name, sym] : symbols_)
+    if (function ? (sym->cell.has_function() || sym->special_form >= 0) : sym->cell.has_value) consider(name);
+  for (auto& [sym, cell] : current_module->cells)
+    if (function ? cell.has_function() : cell.has_value) consider(sym->name);
+  std::sort(best.begin(), best.end());
+  best.erase(std::unique(best.begin(), best.end()), best.end());
+  std::string out;
+  for (size_t i = 0; i < best.size() && i < 3; ++i) {
+    std::string lower = best[i].second;
+    for (char& c : lower) c = char(std::tolower((unsigned char)c));
+    out += (out.empty() ? "did you mean " : " or ") + std::string("'") + lower + "'";
+  }
+  return out.empty() ? out : out + "?";
+}
+
+bool Interp::is_common_lisp_name(Symbol* s) const { return s->qualifier.empty() && is_cl_symbol(s->name); }
 
 void Interp::unbind_specials(size_t to) {
   while (special_stack.size() > to) {
@@ -496,17 +559,43 @@ void Interp::unbind_specials(size_t to) {
 namespace {
 struct SpanGuard {
   Interp& in;
-  uint32_t saved_cur, saved_atom;
-  SpanGuard(Interp& i, uint32_t s) : in(i), saved_cur(i.cur_span), saved_atom(i.atom_span) {
-    if (s) in.cur_span = s;
+  uint32_t saved_cur, saved_atom, saved_user;
+  Cons* saved_cons;
+  SpanGuard(Interp& i, uint32_t s, Cons* c = nullptr)
+      : in(i),
+        saved_cur(i.cur_span),
+        saved_atom(i.atom_span),
+        saved_user(i.user_span),
+        saved_cons(i.cur_cons) {
+    if (s) {
+      in.cur_span = s;
+      in.cur_cons = c;
+      if (in.span_of(s).file > in.last_prelude_file) in.user_span = s;
+    }
     in.atom_span = 0;
   }
   ~SpanGuard() {
     in.cur_span = saved_cur;
     in.atom_span = saved_atom;
+    in.user_span = saved_user;
+    in.cur_cons = saved_cons;
   }
 };
+
+
 }  // namespace
+
+// Where `atom` appears in `list` (depth-first, a few levels): its car span.
+uint32_t find_atom_span(Value list, Value atom, int depth) {
+  if (depth > 4) return 0;
+  for (Value x = list; x.is_cons(); x = x.cons()->cdr) {
+    Cons* c = x.cons();
+    if (c->car == atom && c->car_span) return c->car_span;
+    if (c->car.is_cons())
+      if (uint32_t s = find_atom_span(c->car, atom, depth + 1)) return s;
+  }
+  return 0;
+}
 
 Value Interp::eval(Value form, Env* env) {
   count_step();
@@ -514,6 +603,7 @@ Value Interp::eval(Value form, Env* env) {
     nvals = 1;
     Symbol* s = form.sym();
     if (s == NIL || s == T || s->keyword) return form;
+    if (!(atom_form == form)) atom_span = 0;
     for (Env* e = env; e; e = e->parent)
       for (auto it = e->b.rbegin(); it != e->b.rend(); ++it) {
         if (it->sym != s) continue;
@@ -527,8 +617,9 @@ Value Interp::eval(Value form, Env* env) {
     std::string name = show(form);
     LispError err;
     err.diag.code = "E-UNBOUND";
-    err.diag.span = current_span();
+    err.diag.span = span_of_atom(form);
     err.diag.message = "the variable '" + name + "' is unbound";
+    err.diag.fix = suggest_names(s, env, false);
     if (c->has_function())
       err.diag.fix = "'" + name + "' is a function; to use it as a value write #'" + name;
     if (is_poisoned(s)) err.diag.notes.push_back({Span{}, "(suppressed: its definition failed)"});
@@ -542,13 +633,16 @@ Value Interp::eval(Value form, Env* env) {
 Value Interp::eval_body(Value body, Env* env) {
   Value r = nil_;
   nvals = 1;
-  for (; body.is_cons(); body = body.cons()->cdr) r = eval(body.cons()->car, env);
+  for (; body.is_cons(); body = body.cons()->cdr) {
+    note_atom(body.cons()->car, body.cons()->car_span);
+    r = eval(body.cons()->car, env);
+  }
   return r;
 }
 
 Value Interp::eval_cons(Value form, Env* env) {
   Cons* c = form.cons();
-  SpanGuard guard(*this, c->span);
+  SpanGuard guard(*this, c->span, c);
   check_native_stack();
   Value head = c->car;
   if (head.kind == Kind::Symbol) {
@@ -570,11 +664,16 @@ Value Interp::eval_cons(Value form, Env* env) {
       err.diag.code = "E-UNBOUND";
       err.diag.span = c->car_span ? span_of(c->car_span) : current_span();
       err.diag.message = "undefined function '" + name + "'";
+      if (is_common_lisp_name(s)) {
+        err.diag.code = "E-UNSUPPORTED";
+        err.diag.message = "'" + name + "' is a Common Lisp operator outside the implemented subset";
+        err.diag.fix = "docs/lisp.md lists what is implemented";
+        throw err;
+      }
+      err.diag.fix = suggest_names(s, env, true);
       if (fcell(s)->has_value) err.diag.fix = "'" + name + "' is a variable, not a function";
       if (is_poisoned(s))
         err.diag.notes.push_back({Span{}, "(suppressed: its definition failed)"});
-      std::string hint = suggest(*this, s, env, true);
-      if (!hint.empty()) err.diag.fix = hint;
       throw err;
     }
     Value argbuf[8];
@@ -585,7 +684,7 @@ Value Interp::eval_cons(Value form, Env* env) {
       if (n == 8) {
         big.assign(argbuf, argbuf + 8);
       }
-      atom_span = a.cons()->car_span;
+      note_atom(a.cons()->car, a.cons()->car_span);
       Value v = eval(a.cons()->car, env);
       atom_span = 0;
       if (n < 8) argbuf[n] = v;
@@ -1135,8 +1234,13 @@ Value Interp::macroexpand(Value form, Env* env, bool* expanded) {
 
 // ---- top level ------------------------------------------------------------------------
 
-bool Interp::eval_toplevel(Value form, Value* result) {
+bool Interp::eval_toplevel(Value form, Value* result, const Span* where) {
   size_t mark = special_stack.size();
+  // An atom at top level has no cons to carry its position: give it one.
+  cur_span = where && where->valid() ? add_span(*where) : 0;
+  user_span = cur_span;
+  cur_cons = nullptr;
+  atom_span = 0;
   try {
     steps = 0;
     depth = 0;

@@ -175,7 +175,7 @@ class Interp {
 
   // Evaluate one top-level form from a file, reporting its error (if any) to
   // the sink. Returns false when the form failed.
-  bool eval_toplevel(Value form, Value* result = nullptr);
+  bool eval_toplevel(Value form, Value* result = nullptr, const Span* where = nullptr);
 
   // ---- multiple values ------------------------------------------------------
   // The primary value is what eval returns; nvals/mvals describe all of them.
@@ -262,6 +262,9 @@ class Interp {
   std::string current_file;  // path of the file being evaluated
   Module* find_module_by_prefix(std::string_view prefix);
 
+  std::string suggest_names(Symbol* s, Env* env, bool function);
+  bool is_common_lisp_name(Symbol* s) const;
+
   // Expansion cache: a macro call form's expansion, valid until a macro is
   // (re)defined.
   std::unordered_map<Cons*, Value> expansion_cache;
@@ -294,7 +297,18 @@ class Interp {
 
   // Span bookkeeping of the form being evaluated (an index into spans_).
   uint32_t cur_span = 0;
+  // Innermost span in a user's file: errors raised inside prelude code point
+  // at the user's form that called it, not at the prelude.
+  uint32_t user_span = 0;
+  uint32_t last_prelude_file = 0;  // files 1..this are the prelude
+  Cons* cur_cons = nullptr;  // the form being evaluated (to find atoms' spans on errors)
+  Span span_of_atom(Value atom);
   uint32_t atom_span = 0;  // span of the atom being evaluated, when known
+  Value atom_form;         // the atom atom_span belongs to (stale spans are ignored)
+  void note_atom(Value form, uint32_t span) {
+    atom_form = form;
+    atom_span = span;
+  }
 
  private:
   Value nil_, t_;

@@ -112,7 +112,7 @@ Module* load_module(Interp& in, const std::string& path, const std::string& spec
     first = false;
     uint64_t steps = in.steps;
     uint32_t depth = in.depth;
-    in.eval_toplevel(rf.form);
+    in.eval_toplevel(rf.form, nullptr, &rf.span);
     in.steps += steps;  // the requirer's budget keeps counting
     in.depth = depth;
   }

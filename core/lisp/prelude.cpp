@@ -20,9 +20,10 @@ void load_prelude(Interp& in) {
   size_t before = in.sink.all().size();
   for (size_t i = 0; i < kPreludeFileCount; ++i) {
     uint32_t id = in.sources.add(kPreludeFiles[i].name, kPreludeFiles[i].text);
-    for (const ReadForm& f : read_file_forms(in, id)) in.eval_toplevel(f.form);
+    for (const ReadForm& f : read_file_forms(in, id)) in.eval_toplevel(f.form, nullptr, &f.span);
   }
   in.current_file = saved_file;
+  in.last_prelude_file = uint32_t(in.sources.file_count() - 1);
   if (in.sink.all().size() != before) {
     const Diagnostic& d = in.sink.all()[before];
     std::string file = d.span.valid() ? in.sources.file(d.span.file).path : "?";

@@ -20,12 +20,16 @@ bool Session::load_file(const std::string& path, std::string* io_error) {
   }
   std::stringstream ss;
   ss << f.rdbuf();
-  uint32_t id = sources.add(path, ss.str());
+  load_source(path, ss.str());
+  return true;
+}
+
+void Session::load_source(const std::string& path, std::string text) {
+  uint32_t id = sources.add(path, std::move(text));
   std::string saved = interp->current_file;
   interp->current_file = path;
-  for (const ReadForm& rf : read_file_forms(*interp, id)) interp->eval_toplevel(rf.form);
+  for (const ReadForm& rf : read_file_forms(*interp, id)) interp->eval_toplevel(rf.form, nullptr, &rf.span);
   interp->current_file = saved;
-  return true;
 }
 
 bool Session::eval_string(const std::string& name, const std::string& text, std::vector<Value>* last) {
@@ -41,7 +45,7 @@ bool Session::eval_string(const std::string& name, const std::string& text, std:
   bool ok = true;
   for (const ReadForm& rf : forms) {
     Value v;
-    if (!interp->eval_toplevel(rf.form, &v)) {
+    if (!interp->eval_toplevel(rf.form, &v, &rf.span)) {
       ok = false;
       break;
     }

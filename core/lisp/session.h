@@ -21,6 +21,8 @@ class Session {
   // one is reported and the next is still evaluated. False if the file
   // cannot be read (the message says why).
   bool load_file(const std::string& path, std::string* io_error);
+  // The same for text already in memory (named `path` in diagnostics).
+  void load_source(const std::string& path, std::string text);
   // Evaluates the forms of `text` (named `name` in diagnostics); the values
   // of the last form are stored in `last`. False on the first error.
   bool eval_string(const std::string& name, const std::string& text, std::vector<Value>* last);

@@ -184,8 +184,9 @@ Value let_common(Interp& in, Value form, Env* env, bool sequential) {
       s = car(spec).sym();
       if (cdr(spec).is_cons()) {
         if (cdr(cdr(spec)).is_cons()) bad_form(in, op, "the binding " + in.show(spec) + " has more than one value form");
-        in.atom_span = b.cons()->car_span;
-        v = in.eval(car(cdr(spec)), sequential ? e : env);
+        Value init = car(cdr(spec));
+        if (cdr(spec).is_cons()) in.note_atom(init, cdr(spec).cons()->car_span);
+        v = in.eval(init, sequential ? e : env);
       }
     } else {
       bad_form(in, op, "the binding " + in.show(spec) + " is not a symbol or (symbol value)");

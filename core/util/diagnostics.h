@@ -37,6 +37,7 @@ class SourceMap {
   SourceMap();
   uint32_t add(std::string path, std::string text);  // returns file id (>= 1)
   const SourceFile& file(uint32_t id) const { return *files_[id]; }
+  size_t file_count() const { return files_.size(); }  // including the placeholder [0]
   // Byte offset -> line/column within file `id`.
   void locate(uint32_t id, size_t offset, uint32_t& line, uint32_t& col) const;
 

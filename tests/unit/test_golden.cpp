@@ -74,12 +74,14 @@ void run_golden_file(const fs::path& path, int& checked) {
     Expectation want = expectations_after(text, reader.offset());
     size_t before = s.sink.all().size();
     Value v;
-    bool ok = s.interp->eval_toplevel(rf.form, &v);
+    bool ok = s.interp->eval_toplevel(rf.form, &v, &rf.span);
     std::string where = path.filename().string() + ":" + std::to_string(rf.span.line) + ": " +
                         s.interp->print(rf.form, {true, false, false}).substr(0, 120);
     std::string got_error;
+    bool want_warning = want.error_code.rfind("W-", 0) == 0;
     for (size_t i = before; i < s.sink.all().size(); ++i)
-      if (s.sink.all()[i].severity == Severity::Error) {
+      if (want_warning ? s.sink.all()[i].code == want.error_code
+                       : s.sink.all()[i].severity == Severity::Error) {
         got_error = s.sink.all()[i].code;
         if (!want.error_code.empty() && got_error != want.error_code)
           got_error += " (" + s.sink.all()[i].message + ")";

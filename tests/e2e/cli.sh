@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# End-to-end tests of the command line: streams, exit codes, JSON shape.
+# Usage: cli.sh PATH/TO/sexpgpu SOURCE_DIR
+set -u
+BIN=$1
+SRC=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+
+expect() {  # expect NAME WANT_EXIT ACTUAL_EXIT [grep-pattern file]
+  local name=$1 want=$2 got=$3
+  if [ "$want" != "$got" ]; then
+    echo "FAIL $name: exit $got, wanted $want"
+    fail=$((fail + 1))
+    return
+  fi
+  if [ $# -ge 5 ] && ! grep -qE -- "$4" "$5"; then
+    echo "FAIL $name: output lacks /$4/:"
+    sed 's/^/    /' "$5" | head -20
+    fail=$((fail + 1))
+    return
+  fi
+  pass=$((pass + 1))
+}
+
+"$BIN" --version >"$TMP/out" 2>&1
+expect version 0 $? "^sexpgpu [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.0, IR 1\)" "$TMP/out"
+
+"$BIN" frobnicate >"$TMP/out" 2>&1
+expect unknown-verb 2 $?
+
+"$BIN" check --no-such-flag x.lisp >"$TMP/out" 2>&1
+expect unknown-flag 2 $?
+
+"$BIN" check "$TMP/missing.lisp" >"$TMP/out" 2>&1
+expect missing-file 2 $?
+
+"$BIN" check "$SRC/examples/lisp-tour.lisp" >"$TMP/out" 2>"$TMP/err"
+expect check-clean 0 $?
+[ -s "$TMP/out" ] && { echo "FAIL check-clean printed on stdout"; fail=$((fail + 1)); }
+
+printf '(defun f (x) x)\n(f 1 2)\n(g)\n(warn "careful")\n' >"$TMP/bad.lisp"
+"$BIN" check "$TMP/bad.lisp" >"$TMP/out" 2>"$TMP/err"
+expect check-errors 1 $? "bad.lisp:2:1: E-ARITY" "$TMP/out"
+grep -q "bad.lisp:3:2: E-UNBOUND" "$TMP/out" || { echo "FAIL independent errors: second error missing"; fail=$((fail + 1)); }
+grep -q "W-USER careful" "$TMP/out" || { echo "FAIL warnings reported"; fail=$((fail + 1)); }
+grep -q "\^" "$TMP/out" || { echo "FAIL caret under the span"; fail=$((fail + 1)); }
+
+printf '(warn "only a warning")\n' >"$TMP/warn.lisp"
+"$BIN" check "$TMP/warn.lisp" >"$TMP/out" 2>&1
+expect warning-ok 0 $?
+"$BIN" check --strict "$TMP/warn.lisp" >"$TMP/out" 2>&1
+expect warning-strict 1 $?
+
+"$BIN" check --json "$TMP/bad.lisp" >"$TMP/out" 2>"$TMP/err"
+expect check-json 1 $? '"code": "E-ARITY"' "$TMP/out"
+for key in code severity file line col end_line end_col message fix notes; do
+  grep -q "\"$key\":" "$TMP/out" || { echo "FAIL check-json lacks $key"; fail=$((fail + 1)); }
+done
+
+"$BIN" eval -e '(values 1 (quote a) "s")' >"$TMP/out" 2>"$TMP/err"
+expect eval-values 0 $?
+[ "$(cat "$TMP/out")" = $'1\na\n"s"' ] || { echo "FAIL eval-values: $(cat "$TMP/out")"; fail=$((fail + 1)); }
+
+"$BIN" eval --readably -e '(list (quote a) "a\"b" #\a (cons 1 2) (vector 1 2) 1.5d0)' >"$TMP/out" 2>"$TMP/err"
+expect eval-readably 0 $?
+[ "$(cat "$TMP/out")" = '(A "a\"b" #\a (1 . 2) #(1 2) 1.5)' ] || { echo "FAIL eval-readably: $(cat "$TMP/out")"; fail=$((fail + 1)); }
+
+"$BIN" eval -e '(progn (print 42) 7)' >"$TMP/out" 2>"$TMP/err"
+expect eval-print-to-stderr 0 $?
+[ "$(cat "$TMP/out")" = "7" ] || { echo "FAIL print output leaked to stdout: $(cat "$TMP/out")"; fail=$((fail + 1)); }
+grep -q 42 "$TMP/err" || { echo "FAIL print output missing on stderr"; fail=$((fail + 1)); }
+
+"$BIN" eval -e '(car 1)' >"$TMP/out" 2>"$TMP/err"
+expect eval-error 1 $? "E-TYPE" "$TMP/err"
+
+"$BIN" eval "$SRC/examples/lisp-tour.lisp" -e '(best-width 300000)' >"$TMP/out" 2>"$TMP/err"
+expect eval-with-file 0 $?
+[ "$(cat "$TMP/out")" = "256" ] || { echo "FAIL eval-with-file: $(cat "$TMP/out")"; fail=$((fail + 1)); }
+
+printf '(+ 1 2)\n(list 3)\n' | "$BIN" eval >"$TMP/out" 2>"$TMP/err"
+expect eval-stdin 0 $?
+[ "$(cat "$TMP/out")" = $'3\n(3)' ] || { echo "FAIL eval-stdin: $(cat "$TMP/out")"; fail=$((fail + 1)); }
+
+"$BIN" eval --eval-steps 1000 -e '(loop)' >"$TMP/out" 2>"$TMP/err"
+expect eval-step-limit 1 $? "E-EVAL-LIMIT" "$TMP/err"
+
+"$BIN" eval --eval-depth 50 -e '(labels ((f (n) (+ 1 (f n)))) (f 0))' >"$TMP/out" 2>"$TMP/err"
+expect eval-depth-limit 1 $? "E-STACK" "$TMP/err"
+
+"$BIN" eval --eval-heap 1000000 -e '(let ((l nil)) (dotimes (i 1000000) (push i l)) (length l))' >"$TMP/out" 2>"$TMP/err"
+expect eval-heap-limit 1 $? "E-EVAL-LIMIT" "$TMP/err"
+
+printf '(defun  f (x)\n   (+ x 1))\n' >"$TMP/fmt.lisp"
+"$BIN" fmt --check "$TMP/fmt.lisp" >"$TMP/out" 2>&1
+expect fmt-check-dirty 1 $? "fmt.lisp" "$TMP/out"
+"$BIN" fmt "$TMP/fmt.lisp" >"$TMP/out" 2>&1
+expect fmt-rewrite 0 $?
+"$BIN" fmt --check "$TMP/fmt.lisp" >"$TMP/out" 2>&1
+expect fmt-check-clean 0 $?
+"$BIN" fmt --stdout "$TMP/fmt.lisp" >"$TMP/out" 2>&1
+expect fmt-stdout 0 $? "^\(defun f \(x\)" "$TMP/out"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
