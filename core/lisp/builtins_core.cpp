@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "lisp/builtins.h"
+#include "lisp/chars.h"
 #include "lisp/modules.h"
 
 namespace sexpgpu::lisp {
@@ -39,7 +40,7 @@ bool equal(Value a, Value b) {
   }
 }
 
-static char32_t fold(char32_t c) { return (c >= 'a' && c <= 'z') ? c - 32 : c; }
+static char32_t fold(char32_t c) { return char_fold(c); }
 
 bool equalp(Value a, Value b) {
   if (a.is_number() && b.is_number()) {
@@ -218,7 +219,8 @@ bool typep(Interp& in, Value v, Value type) {
         if (n == "SYMBOL") return v.is_symbol();
         if (n == "STRING" || n == "SIMPLE-STRING" || n == "BASE-STRING") return v.is_string();
         if (n == "SEQUENCE") return v.is_list() || v.is_vector() || v.is_string();
-        if (n == "SIMPLE-VECTOR") return v.is_vector() && v.vec()->fill_pointer < 0;
+        if (n == "SIMPLE-VECTOR")
+          return v.is_vector() && v.vec()->fill_pointer < 0 && !v.vec()->adjustable;
         if (n == "SINGLE-FLOAT" || n == "SHORT-FLOAT") return v.is_float();
         if (n == "STANDARD-CHAR")
           return v.is_char() && ((v.ch >= 32 && v.ch < 127) || v.ch == '\n');
@@ -308,9 +310,13 @@ static Value type_of(Interp& in, Value v) {
       return in.sym("SYMBOL");
     case Kind::Cons: return in.sym("CONS");
     case Kind::String:
+      if (v.str()->fill_pointer >= 0 || v.str()->adjustable)
+        return in.list({in.sym("VECTOR"), in.sym("CHARACTER"), Value::integer(int64_t(v.str()->chars.size()))});
       return in.list({in.sym("SIMPLE-ARRAY"), in.sym("CHARACTER"),
                       in.list({Value::integer(int64_t(v.str()->size()))})});
     case Kind::Vector:
+      if (v.vec()->fill_pointer >= 0 || v.vec()->adjustable)
+        return in.list({in.sym("VECTOR"), in.sym("T"), Value::integer(int64_t(v.vec()->items.size()))});
       return in.list({in.sym("SIMPLE-VECTOR"), Value::integer(int64_t(v.vec()->size()))});
     case Kind::Hash: return in.sym("HASH-TABLE");
     case Kind::Function: return in.sym("COMPILED-FUNCTION");
@@ -379,7 +385,8 @@ static std::string format_message(Interp& in, Value* args, int nargs) {
         for (int j = 1; j + 1 < nargs; j += 2)
           if (args[j].is_symbol() && args[j].sym()->name == "FORMAT-ARGUMENTS")
             fargs = in.list_items(args[j + 1], "error");
-        msg = lisp_format(in, args[i + 1].str()->chars, fargs.data(), int(fargs.size()));
+        String* control = args[i + 1].str();
+        msg = lisp_format(in, control->chars.substr(0, control->size()), fargs.data(), int(fargs.size()));
         c->format_control = args[i + 1];
         c->format_args = in.list_from(fargs);
       }

@@ -23,7 +23,7 @@ namespace sexpgpu::lisp {
 
 // ---- lexical environments ---------------------------------------------------
 
-enum class NS : uint8_t { Var, SpecialVar, Fun, Macro, SymbolMacro, Block, Tag };
+enum class NS : uint8_t { Var, SpecialVar, Fun, SetfFun, Macro, SymbolMacro, Block, Tag };
 
 struct Binding {
   Symbol* sym;
@@ -223,8 +223,9 @@ class Interp {
 
   // ---- printing -------------------------------------------------------------
   std::string print(Value v, PrintOptions o = {});
-  std::string princ(Value v) { return print(v, PrintOptions{false, false, false}); }
-  std::string prin1(Value v) { return print(v, PrintOptions{true, false, false}); }
+  // princ and prin1 as CL's: symbols in upper case (what values compare with).
+  std::string princ(Value v) { return print(v, PrintOptions{false, true, false}); }
+  std::string prin1(Value v) { return print(v, PrintOptions{true, true, false}); }
   // How messages name things: lower-case symbols, strings quoted.
   std::string show(Value v) { return print(v, PrintOptions{true, false, false}); }
   void write_output(std::string_view s);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "lisp/chars.h"
 #include "lisp/interp.h"
 
 namespace sexpgpu::lisp {
@@ -110,7 +111,7 @@ struct Printer {
 
   void symbol(Symbol* s) {
     if (s->keyword) {
-      out += ':';
+      if (o.escape) out += ':';
     } else if (!s->qualifier.empty()) {
       symbol_name(s->qualifier);
       out += ':';
@@ -141,6 +142,7 @@ struct Printer {
     }
     out += "#\\";
     if (const char* n = char_name(c)) out += n;
+    else if (c < 32 || (c >= 127 && c < 160)) out += char_name_of(c);  // SBCL's names (Soh, ...)
     else out += u32_to_utf8(std::u32string(1, c));
   }
 

@@ -3,6 +3,8 @@
 // '(' ')' '\'' '`' ',' '"' ';' '#' are macro characters.
 #include "lisp/reader.h"
 
+#include "lisp/chars.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -358,34 +360,6 @@ Value Reader::read_string(size_t start) {
   return in_.make_string_utf8(bytes);
 }
 
-static const struct {
-  const char* name;
-  char32_t code;
-} kCharNames[] = {
-    {"SPACE", ' '},      {"NEWLINE", '\n'}, {"TAB", '\t'},     {"RETURN", '\r'},
-    {"LINEFEED", '\n'},  {"PAGE", '\f'},    {"BACKSPACE", 8},  {"RUBOUT", 127},
-    {"DEL", 127},        {"NULL", 0},       {"NUL", 0},        {"ESCAPE", 27},
-    {"ESC", 27},         {"BELL", 7},       {"BEL", 7},
-};
-
-bool char_from_name(std::string_view name, char32_t& out) {
-  std::string up = upcase_ascii(name);
-  for (const auto& n : kCharNames)
-    if (up == n.name) {
-      out = n.code;
-      return true;
-    }
-  if (up.size() > 2 && up[0] == 'U' && up[1] == '+') {
-    unsigned v = 0;
-    auto r = std::from_chars(up.data() + 2, up.data() + up.size(), v, 16);
-    if (r.ec == std::errc() && r.ptr == up.data() + up.size() && v <= 0x10FFFF) {
-      out = v;
-      return true;
-    }
-  }
-  return false;
-}
-
 Value Reader::read_char_literal(size_t start) {
   // pos_ is just past "#\". One character, then any constituents make a name.
   if (pos_ >= text_.size()) error(start, "end of file after #\\");
@@ -399,7 +373,7 @@ Value Reader::read_char_literal(size_t start) {
   std::u32string u = utf8_to_u32(tok);
   if (u.size() == 1) return Value::character(u[0]);
   char32_t code;
-  if (char_from_name(tok, code)) return Value::character(code);
+  if (char_from_lisp_name(u, code)) return Value::character(code);
   error(start, "unknown character name #\\" + std::string(tok));
 }
 

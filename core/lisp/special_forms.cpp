@@ -142,7 +142,11 @@ Value sf_function(Interp& in, Value form, Env* env) {
     if (h == in.S.lambda) return make_closure(in, in.nil(), car(cdr(x)), cdr(cdr(x)), env, in.nil());
     if (h == in.S.named_lambda) return sf_named_lambda(in, x, env);
     if (h == in.S.setf && car(cdr(x)).is_symbol()) {
-      Value f = in.setf_function(car(cdr(x)).sym());
+      Symbol* target = car(cdr(x)).sym();
+      for (Env* e = env; e; e = e->parent)
+        for (auto it = e->b.rbegin(); it != e->b.rend(); ++it)
+          if (it->sym == target && it->ns == NS::SetfFun) return it->val;
+      Value f = in.setf_function(target);
       if (f.is_nil()) in.fail("E-UNBOUND", "undefined function '" + in.show(x) + "'");
       return f;
     }
@@ -256,11 +260,16 @@ Value function_bindings(Interp& in, Value form, Env* env, bool recursive, bool m
   Env* closure_env = recursive ? e : env;
   for (Value b = car(cdr(form)); b.is_cons(); b = b.cons()->cdr) {
     Value def = b.cons()->car;
-    if (!def.is_cons() || !car(def).is_symbol() || !cdr(def).is_cons())
+    Value fname = car(def);
+    // (flet (((setf name) (new obj) ...)) ...) defines a local setf function.
+    bool setf_name = !macros && fname.is_cons() && car(fname).is_symbol() &&
+                     car(fname).sym() == in.S.setf && car(cdr(fname)).is_symbol();
+    if (!def.is_cons() || !(fname.is_symbol() || setf_name) || !cdr(def).is_cons())
       bad_form(in, op, in.show(def) + " is not (name lambda-list . body)");
-    Symbol* name = car(def).sym();
-    Value fn = make_closure(in, car(def), car(cdr(def)), cdr(cdr(def)), closure_env, car(def), macros);
-    e->b.push_back({name, macros ? NS::Macro : NS::Fun, fn});
+    Symbol* name = setf_name ? car(cdr(fname)).sym() : fname.sym();
+    Value fn = make_closure(in, fname, car(cdr(def)), cdr(cdr(def)), closure_env,
+                            block_name_of(in, fname), macros);
+    e->b.push_back({name, macros ? NS::Macro : setf_name ? NS::SetfFun : NS::Fun, fn});
   }
   std::vector<Symbol*> specials;
   Value body = body_after_declarations(in, cdr(cdr(form)), &specials);
@@ -319,6 +328,61 @@ Value sf_return_from(Interp& in, Value form, Env* env) {
 
 bool is_tag(Value v) { return v.is_symbol() || v.is_int(); }
 
+// Keeps error positions right for the (if ...) a tagbody runs itself.
+struct SpanGuardLite {
+  Interp& in;
+  uint32_t saved;
+  SpanGuardLite(Interp& i, Value stmt) : in(i), saved(i.cur_span) {
+    if (stmt.cons()->span) in.cur_span = stmt.cons()->span;
+  }
+  ~SpanGuardLite() { in.cur_span = saved; }
+};
+
+// `(go TAG)` aimed at this very tagbody: jumps without throwing.
+bool local_go(Interp& in, Value stmt, ExitPoint* ep, Value* tail) {
+  if (!stmt.is_cons() || !car(stmt).is_symbol() || car(stmt).sym()->name != "GO") return false;
+  if (car(stmt).sym() != in.intern("GO")) return false;
+  Value tag = car(cdr(stmt));
+  for (auto& [t, rest] : ep->tags)
+    if (t == tag) {
+      *tail = rest;
+      return true;
+    }
+  return false;
+}
+
+// Runs one statement of a tagbody. Loops expand into statements of the shapes
+// (go T) and (if C (go T) [E]) / (if C E (go T)); those jump here directly, as
+// a C++ exception per iteration would dominate the cost of every loop.
+bool run_statement(Interp& in, Value stmt, Env* e, ExitPoint* ep, Value* tail) {
+  if (local_go(in, stmt, ep, tail)) {
+    in.count_step();
+    return true;
+  }
+  if (stmt.is_cons() && car(stmt).is_symbol() && car(stmt).sym()->special_form >= 0 &&
+      car(stmt).sym()->name == "IF") {
+    Value rest = cdr(stmt);
+    Value then_form = car(cdr(rest));
+    Value else_tail = cdr(cdr(rest));
+    Value else_form = else_tail.is_cons() ? car(else_tail) : in.nil();
+    Value dummy;
+    if (rest.is_cons() && cdr(rest).is_cons() && (!else_tail.is_cons() || cdr(else_tail).is_nil()) &&
+        (local_go(in, then_form, ep, &dummy) || local_go(in, else_form, ep, &dummy))) {
+      in.count_step();
+      SpanGuardLite guard(in, stmt);
+      Value branch = in.eval(car(rest), e).truthy() ? then_form : else_form;
+      if (local_go(in, branch, ep, tail)) {
+        in.count_step();
+        return true;
+      }
+      if (branch.is_cons() || !branch.is_nil()) in.eval(branch, e);
+      return false;
+    }
+  }
+  in.eval(stmt, e);
+  return false;
+}
+
 Value sf_tagbody(Interp& in, Value form, Env* env) {
   Env* e = new_env(in, env);
   ExitPoint* ep = in.alloc<ExitPoint>();
@@ -328,8 +392,15 @@ Value sf_tagbody(Interp& in, Value form, Env* env) {
   Value pc = cdr(form);
   for (;;) {
     try {
-      for (; pc.is_cons(); pc = pc.cons()->cdr)
-        if (!is_tag(pc.cons()->car)) in.eval(pc.cons()->car, e);
+      while (pc.is_cons()) {
+        Value stmt = pc.cons()->car;
+        Value tail;
+        if (!is_tag(stmt) && run_statement(in, stmt, e, ep, &tail)) {
+          pc = tail;
+          continue;
+        }
+        pc = pc.cons()->cdr;
+      }
       break;
     } catch (GoExit& g) {
       if (g.target != ep) {

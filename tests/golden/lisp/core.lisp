@@ -58,3 +58,19 @@
 ;=> (a 3 4 5 . b)
 (in-package :foo)
 ;!E-UNSUPPORTED
+(throw 'nobody-catches 1)
+;!E-CONTROL
+(return-from nowhere 1)
+;!E-CONTROL
+(let ((k nil)) (block b (setq k (lambda () (return-from b 1)))) (funcall k))
+;!E-CONTROL
+(tagbody (go missing))
+;!E-CONTROL
+(handler-case (throw 'nobody 1) (control-error () :caught))
+;=> :caught
+(warn "careful: ~a" 1)
+;!W-USER
+(princ-to-string :key)
+;=> "KEY"
+(prin1-to-string :key)
+;=> ":KEY"
