@@ -718,6 +718,37 @@ void register_core_builtins(Interp& in) {
     Value r = in.macroexpand(args[0], nullptr, &e);
     return in.values2(r, in.boolean(e));
   });
+  SG_BUILTIN(in, "%BUILTINS", 0, 0, "every builtin function: (name min-args max-args doc), sorted", {
+    std::vector<Value> rows;
+    for (Symbol* s : in.all_symbols()) {
+      const Cell& c = s->cell;
+      if (!c.has_function() || c.macro || c.origin != kBuiltin || s->name[0] == '%') continue;
+      Function* f = c.function.fn();
+      rows.push_back(in.list({in.make_string_utf8(op_name(s->name.c_str())), Value::integer(f->min_args),
+                              Value::integer(f->max_args), in.make_string_utf8(s->doc ? s->doc : "")}));
+    }
+    return in.list_from(rows);
+  });
+  SG_BUILTIN(in, "%SPECIAL-FORMS", 0, 0, "every special form's name, sorted", {
+    std::vector<Value> rows;
+    for (Symbol* s : in.all_symbols())
+      if (s->special_form >= 0 && s->name[0] != '%') rows.push_back(in.make_string_utf8(op_name(s->name.c_str())));
+    return in.list_from(rows);
+  });
+  SG_BUILTIN(in, "%PRELUDE-DEFINITIONS", 0, 0, "every prelude macro and function: (name kind doc), sorted", {
+    std::vector<Value> rows;
+    for (Symbol* s : in.all_symbols()) {
+      const Cell& c = s->cell;
+      if (!c.has_function() || c.origin != kPrelude || s->name[0] == '%') continue;
+      Value doc = in.nil();
+      Function* f = c.function.fn();
+      if (f->info && f->info->doc.is_string()) doc = f->info->doc;
+      rows.push_back(in.list({in.make_string_utf8(op_name(s->name.c_str())),
+                              Interp::symval(in.keyword(c.macro ? "MACRO" : "FUNCTION")),
+                              doc}));
+    }
+    return in.list_from(rows);
+  });
   SG_BUILTIN(in, "CONSTANTP", 1, 2, "is the form a constant", {
     Value f = args[0];
     if (f.is_symbol()) return in.boolean(in.vcell(f.sym())->constant);

@@ -219,6 +219,13 @@ Symbol* Interp::qualified(std::string_view q, std::string_view name) {
   return s;
 }
 
+std::vector<Symbol*> Interp::all_symbols() const {
+  std::vector<Symbol*> out;
+  for (auto& [name, s] : symbols_) out.push_back(s);
+  std::sort(out.begin(), out.end(), [](Symbol* a, Symbol* b) { return a->name < b->name; });
+  return out;
+}
+
 Symbol* Interp::make_symbol(std::string name) {
   Symbol* s = alloc<Symbol>();
   s->name = std::move(name);

@@ -130,6 +130,7 @@ class Interp {
   Symbol* keyword(std::string_view upper_name);
   Symbol* qualified(std::string_view qualifier, std::string_view upper_name);
   Symbol* make_symbol(std::string name);  // uninterned
+  std::vector<Symbol*> all_symbols() const;  // interned, sorted by name
   Value sym(std::string_view upper_name) { return symval(intern(upper_name)); }
   static Value symval(Symbol* s) { return Value::object(Kind::Symbol, s); }
 
