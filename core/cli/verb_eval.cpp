@@ -2,6 +2,7 @@
 // compile time and print the values, one per line, on standard output.
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
 #include <sstream>
 
@@ -101,6 +102,7 @@ void add_eval(CLI::App& app, int& exit_code) {
     std::string file;
     std::string expr;
     bool readably = false;
+    bool stats = false;
     LimitFlags limits;
   };
   auto opts = std::make_shared<Opts>();
@@ -108,9 +110,11 @@ void add_eval(CLI::App& app, int& exit_code) {
   cmd->add_option("file", opts->file, "a run file to load first");
   cmd->add_option("-e,--expr", opts->expr, "the forms to evaluate");
   cmd->add_flag("--readably", opts->readably, "print with prin1 as SBCL does (upper-case symbols)");
+  cmd->add_flag("--stats", opts->stats, "report evaluation steps and time of -e on standard error");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    lisp::Session s(opts->limits.limits);
+    // Left to the OS at exit (see verb_check.cpp): freeing it costs more than it saves.
+    lisp::Session& s = *new lisp::Session(opts->limits.limits);
     size_t shown = 0;
     bool failed = false;
     if (!opts->file.empty()) {
@@ -124,7 +128,15 @@ void add_eval(CLI::App& app, int& exit_code) {
     }
     if (!opts->expr.empty()) {
       std::vector<lisp::Value> vals;
+      uint64_t steps_before = s.interp->total_steps;
+      auto start = std::chrono::steady_clock::now();
       bool ok = s.eval_string("<-e>", opts->expr, &vals);
+      if (opts->stats) {
+        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        uint64_t steps = s.interp->total_steps - steps_before;
+        std::cerr << "steps " << steps << ", " << secs << " s, " << uint64_t(double(steps) / secs)
+                  << " steps/s\n";
+      }
       failed |= flush_diagnostics(s, shown);
       if (ok) print_values(*s.interp, vals, opts->readably);
       exit_code = failed || !ok ? kFileErrors : kOk;

@@ -143,6 +143,14 @@ Interp::~Interp() {
   }
 }
 
+void Interp::new_cons_chunk() {
+  constexpr size_t kConses = 4096;
+  cons_chunks_.emplace_back(new unsigned char[kConses * sizeof(Cons)]);
+  cons_next_ = reinterpret_cast<Cons*>(cons_chunks_.back().get());
+  cons_left_ = kConses;
+  note_alloc(kConses * sizeof(Cons));
+}
+
 void Interp::note_alloc(size_t bytes) {
   heap_bytes_ += bytes;
   if (heap_bytes_ > limits.heap_bytes) {
@@ -1251,6 +1259,10 @@ bool Interp::eval_toplevel(Value form, Value* result, const Span* where) {
   try {
     steps = 0;
     depth = 0;
+    struct Count {
+      Interp& in;
+      ~Count() { in.total_steps += in.steps; }
+    } count{*this};
     Value r = eval(form, nullptr);
     if (result) *result = r;
     return true;

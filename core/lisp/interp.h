@@ -11,6 +11,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -152,8 +153,13 @@ class Interp {
   void note_alloc(size_t bytes);
   uint64_t heap_bytes() const { return heap_bytes_; }
 
+  // Conses are most of the heap: they come from a bump arena, without the
+  // per-object list (their destructor is trivial but for the vtable).
   Value cons(Value a, Value b) {
-    Cons* c = alloc<Cons>();
+    if (cons_left_ == 0) new_cons_chunk();
+    Cons* c = new (cons_next_) Cons();
+    ++cons_next_;
+    --cons_left_;
     c->car = a;
     c->cdr = b;
     return Value::object(Kind::Cons, c);
@@ -248,7 +254,8 @@ class Interp {
                   Value* out, bool* present = nullptr);
 
   // ---- accounting -----------------------------------------------------------
-  uint64_t steps = 0;
+  uint64_t steps = 0;        // of the current top-level form (the limit applies to each)
+  uint64_t total_steps = 0;  // of every finished top-level form, for --stats
   uint32_t depth = 0;
   void count_step() {
     if (++steps > limits.steps) limit_reached_steps();
@@ -315,6 +322,10 @@ class Interp {
  private:
   Value nil_, t_;
   Obj* heap_ = nullptr;
+  Cons* cons_next_ = nullptr;
+  size_t cons_left_ = 0;
+  std::vector<std::unique_ptr<unsigned char[]>> cons_chunks_;
+  void new_cons_chunk();
   uint64_t heap_bytes_ = 0;
   std::unordered_map<std::string, Symbol*> symbols_, keywords_, qualified_;
   std::unordered_map<uintptr_t, LambdaInfo*> lambda_cache_;
