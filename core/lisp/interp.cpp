@@ -143,6 +143,21 @@ Interp::~Interp() {
   }
 }
 
+void Interp::new_arena_chunk(size_t at_least) {
+  size_t size = std::max<size_t>(at_least, 256 * 1024);
+  arena_chunks_.emplace_back(new unsigned char[size]);
+  arena_next_ = arena_chunks_.back().get();
+  arena_left_ = size;
+  note_alloc(size);
+}
+
+void BindingList::grow(uint32_t new_cap) {
+  auto* bigger = static_cast<Binding*>(owner->arena_alloc(sizeof(Binding) * new_cap));
+  for (uint32_t i = 0; i < n; ++i) bigger[i] = data[i];
+  data = bigger;
+  cap = new_cap;
+}
+
 void Interp::new_cons_chunk() {
   constexpr size_t kConses = 4096;
   cons_chunks_.emplace_back(new unsigned char[kConses * sizeof(Cons)]);
@@ -1128,8 +1143,7 @@ Value Interp::apply_closure(Function* f, Value* args, int nargs) {
     ~Pop() { g_call_stack.pop_back(); }
   } pop;
   LambdaInfo* li = f->info;
-  Env* env = alloc<Env>();
-  env->parent = f->env;
+  Env* env = make_env(f->env);
   env->b.reserve(li->required.size() + li->optional.size() + li->keys.size() + 1);
   SpecialScope scope(*this);
   if (li->macro) {

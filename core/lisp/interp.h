@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <string>
@@ -32,9 +33,40 @@ struct Binding {
   Value val;
 };
 
-struct Env : Obj {
+class Interp;
+
+// The bindings of one frame: a few inline, more in the interpreter's arena.
+// Frames are made on every call and let, so they avoid malloc entirely.
+struct BindingList {
+  Binding* data = inline_;
+  uint32_t n = 0, cap = kInline;
+  Interp* owner = nullptr;
+  static constexpr uint32_t kInline = 4;
+  Binding inline_[kInline];
+
+  BindingList() = default;
+  BindingList(const BindingList&) = delete;
+  BindingList& operator=(const BindingList&) = delete;
+  void push_back(const Binding& x) {
+    if (n == cap) grow(cap * 2);
+    data[n++] = x;
+  }
+  void reserve(size_t want) {
+    if (want > cap) grow(uint32_t(want));
+  }
+  void grow(uint32_t new_cap);  // interp.cpp
+  Binding* begin() { return data; }
+  Binding* end() { return data + n; }
+  std::reverse_iterator<Binding*> rbegin() { return std::reverse_iterator<Binding*>(end()); }
+  std::reverse_iterator<Binding*> rend() { return std::reverse_iterator<Binding*>(begin()); }
+  size_t size() const { return n; }
+};
+
+// A lexical frame. Allocated from the interpreter's arena (trivially
+// destructible: nothing to free one by one).
+struct Env {
   Env* parent = nullptr;
-  std::vector<Binding> b;
+  BindingList b;
 };
 
 // A live block or tagbody: exits aimed at a dead one are errors, not jumps.
@@ -151,7 +183,23 @@ class Interp {
     return o;
   }
   void note_alloc(size_t bytes);
+  // Bump allocation for trivially destructible data (frames, bindings).
+  void* arena_alloc(size_t bytes) {
+    bytes = (bytes + 15) & ~size_t(15);
+    if (bytes > arena_left_) new_arena_chunk(bytes);
+    void* p = arena_next_;
+    arena_next_ += bytes;
+    arena_left_ -= bytes;
+    return p;
+  }
+  Env* make_env(Env* parent) {
+    Env* e = new (arena_alloc(sizeof(Env))) Env();
+    e->parent = parent;
+    e->b.owner = this;
+    return e;
+  }
   uint64_t heap_bytes() const { return heap_bytes_; }
+  void reset_heap_accounting() { heap_bytes_ = 0; }
 
   // Conses are most of the heap: they come from a bump arena, without the
   // per-object list (their destructor is trivial but for the vtable).
@@ -326,6 +374,10 @@ class Interp {
   size_t cons_left_ = 0;
   std::vector<std::unique_ptr<unsigned char[]>> cons_chunks_;
   void new_cons_chunk();
+  unsigned char* arena_next_ = nullptr;
+  size_t arena_left_ = 0;
+  std::vector<std::unique_ptr<unsigned char[]>> arena_chunks_;
+  void new_arena_chunk(size_t at_least);
   uint64_t heap_bytes_ = 0;
   std::unordered_map<std::string, Symbol*> symbols_, keywords_, qualified_;
   std::unordered_map<uintptr_t, LambdaInfo*> lambda_cache_;

@@ -8,8 +8,11 @@ namespace sexpgpu::lisp {
 
 Session::Session(const Limits& limits) {
   interp = std::make_unique<Interp>(sources, sink);
-  interp->limits = limits;
+  // The prelude is ours: it loads under the default limits, and the user's
+  // limits (and heap accounting) start with the user's file.
   load_prelude(*interp);
+  interp->limits = limits;
+  interp->reset_heap_accounting();
 }
 
 bool Session::load_file(const std::string& path, std::string* io_error) {

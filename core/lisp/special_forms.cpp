@@ -56,9 +56,7 @@ Value body_after_declarations(Interp& in, Value body, std::vector<Symbol*>* spec
 }
 
 Env* new_env(Interp& in, Env* parent) {
-  Env* e = in.alloc<Env>();
-  e->parent = parent;
-  return e;
+  return in.make_env(parent);
 }
 
 void bind_var(Interp& in, Env* env, Symbol* s, Value v, const std::vector<Symbol*>& specials) {
