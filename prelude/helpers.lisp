@@ -1,5 +1,6 @@
 ;;;; Prelude helpers that are not CL (language.md, "The prelude"): whitespacep,
-;;;; split-string, join, range, product, sum-list, plist-keys. Loaded after
+;;;; split-string, join, range, product, sum-list, plist-keys; and, at the end,
+;;;; CL's complement and constantly, which are clearest as Lisp closures. Loaded after
 ;;;; loop.lisp, so they may use loop. split-string and join follow Emacs Lisp's
 ;;;; functions of the same names; range follows Python's.
 
@@ -81,3 +82,15 @@ character; default none) between each two."
     (unless (and (consp tail) (consp (cdr tail)))
       (error 'type-error :format-control "plist-keys: ~s is not a property list"
              :format-arguments (list plist)))))
+
+;;; CL's function makers (language.md, "Functions and bindings"): closures
+;;; over the given function or value.
+
+(defun complement (function)
+  "A function that returns the negation of what FUNCTION returns on the same
+arguments."
+  (lambda (&rest arguments) (not (apply function arguments))))
+
+(defun constantly (value)
+  "A function that accepts any arguments and returns VALUE."
+  (lambda (&rest arguments) (declare (ignore arguments)) value))

@@ -208,12 +208,14 @@ keywords first, the extended loop (for, with, collect, ...)."
               (t (error "loop: ~s found where a loop keyword or type was expected" z))))))
 
 ;; Binds every variable of a pattern (a symbol, nil, or a destructuring tree)
-;; to nil, or to the typed initial value.
+;; to nil, or to the typed initial value. TYPE destructures along with the
+;; pattern ((a b) of-type (fixnum float)); an atomic type applies to every
+;; variable ((a b) of-type fixnum).
 (defun %loop-bind-pattern (pat type iteration)
   (cond ((null pat) nil)
         ((atom pat) (%loop-note-var pat iteration) (%loop-bind pat (%loop-typed-init type)))
-        (t (%loop-bind-pattern (car pat) nil iteration)
-         (%loop-bind-pattern (cdr pat) nil iteration))))
+        (t (%loop-bind-pattern (car pat) (if (consp type) (car type) type) iteration)
+         (%loop-bind-pattern (cdr pat) (if (consp type) (cdr type) type) iteration))))
 
 ;; A with variable (or pattern) bound to INIT in the pending block.
 (defun %loop-make-var (var init type)

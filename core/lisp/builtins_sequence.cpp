@@ -260,10 +260,17 @@ Value count_like(Interp& in, Value* args, int nargs, Mode mode) {
   Keys k;
   Match m = parse_match(in, args, nargs, 0, mode, false, k);
   int64_t n = 0;
-  scan_forward(in, args[1], k, in.current_operator, [&](size_t, Value e) {
-    n += m(e);
-    return false;
-  });
+  if (k.from_end.truthy()) {  // the key and test see the elements last to first
+    const char* op = in.current_operator;
+    Seq s = seq_of(in, args[1], op);
+    Bounds b = bounds(in, k.start, k.end, s.n, op);
+    for (size_t i = b.end; i-- > b.start;) n += m(s.at(in, i));
+  } else {
+    scan_forward(in, args[1], k, in.current_operator, [&](size_t, Value e) {
+      n += m(e);
+      return false;
+    });
+  }
   in.single();
   return Value::integer(n);
 }

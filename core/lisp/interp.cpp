@@ -962,6 +962,20 @@ LambdaInfo* Interp::lambda_info(Value ll, Value body, bool macro, Value block_na
   return raw;
 }
 
+void bind_variable(Interp& in, Env* env, Symbol* s, Value v, const std::vector<Symbol*>& specials) {
+  Cell* c = in.vcell(s);
+  if (s == in.NIL || s == in.T || s->keyword || c->constant)
+    in.fail("E-TYPE", "cannot bind the constant '" + in.show(Interp::symval(s)) + "'");
+  if (c->special || std::find(specials.begin(), specials.end(), s) != specials.end()) {
+    in.special_stack.push_back({c, c->value, c->has_value});
+    c->value = v;
+    c->has_value = true;
+    env->b.push_back({s, NS::SpecialVar, v});
+  } else {
+    env->b.push_back({s, NS::Var, v});
+  }
+}
+
 namespace {
 
 // Binds variables of a lambda list into `env`, dynamically where special.
@@ -970,22 +984,7 @@ struct Binder {
   Env* env;
   const std::vector<Symbol*>& specials;
 
-  bool is_special(Symbol* s) const {
-    if (in.vcell(s)->special) return true;
-    return std::find(specials.begin(), specials.end(), s) != specials.end();
-  }
-
-  void bind(Symbol* s, Value v) {
-    if (is_special(s)) {
-      Cell* c = in.vcell(s);
-      in.special_stack.push_back({c, c->value, c->has_value});
-      c->value = v;
-      c->has_value = true;
-      env->b.push_back({s, NS::SpecialVar, v});
-    } else {
-      env->b.push_back({s, NS::Var, v});
-    }
-  }
+  void bind(Symbol* s, Value v) { bind_variable(in, env, s, v, specials); }
 
   // Macro lambda lists destructure: a pattern in place of a variable.
   void bind_pattern(Value pattern, Value v) {

@@ -391,6 +391,10 @@ class Interp {
   friend struct SpecialForms;
 };
 
+// Binds `s` to `v` in `env`: dynamically when it is special (proclaimed, or
+// declared in `specials`), lexically otherwise. Constants cannot be bound.
+void bind_variable(Interp& in, Env* env, Symbol* s, Value v, const std::vector<Symbol*>& specials);
+
 // RAII: dynamic bindings made in a scope are undone when it exits.
 struct SpecialScope {
   Interp& in;

@@ -35,8 +35,8 @@ const char* kNthNames[] = {"SECOND", "THIRD", "FOURTH", "FIFTH", "SIXTH",
 
 Expansion expand(Interp& in, Value place, int depth);
 
-Expansion simple(Interp& in, Value place, const char* writer) {
-  Expansion e;
+// One temporary per argument form of the place, in order; returns the temps.
+std::vector<Value> temps_for_arguments(Interp& in, Value place, Expansion& e) {
   std::vector<Value> args;
   for (Value a = cdr_of(place); a.is_cons(); a = a.cons()->cdr) {
     Value t = gensym(in, "G");
@@ -44,6 +44,12 @@ Expansion simple(Interp& in, Value place, const char* writer) {
     e.vals.push_back(a.cons()->car);
     args.push_back(t);
   }
+  return args;
+}
+
+Expansion simple(Interp& in, Value place, const char* writer) {
+  Expansion e;
+  std::vector<Value> args = temps_for_arguments(in, place, e);
   Value store = gensym(in, "NEW");
   e.stores.push_back(store);
   std::vector<Value> w = {in.sym(writer)};
@@ -121,13 +127,7 @@ Expansion expand(Interp& in, Value place, int depth) {
   }
   // A user-defined (setf NAME) function wins over macro expansion.
   if (!in.setf_function(head).is_nil() || !in.fcell(head)->macro) {
-    std::vector<Value> args;
-    for (Value a = cdr_of(place); a.is_cons(); a = a.cons()->cdr) {
-      Value t = gensym(in, "G");
-      e.temps.push_back(t);
-      e.vals.push_back(a.cons()->car);
-      args.push_back(t);
-    }
+    std::vector<Value> args = temps_for_arguments(in, place, e);
     Value store = gensym(in, "NEW");
     e.stores.push_back(store);
     std::vector<Value> w = {in.sym("FUNCALL"),

@@ -59,22 +59,6 @@ Env* new_env(Interp& in, Env* parent) {
   return in.make_env(parent);
 }
 
-void bind_var(Interp& in, Env* env, Symbol* s, Value v, const std::vector<Symbol*>& specials) {
-  if (s == in.NIL || s == in.T || s->keyword || in.vcell(s)->constant)
-    in.fail("E-TYPE", "cannot bind the constant '" + in.show(Interp::symval(s)) + "'");
-  bool special = in.vcell(s)->special ||
-                 std::find(specials.begin(), specials.end(), s) != specials.end();
-  if (special) {
-    Cell* c = in.vcell(s);
-    in.special_stack.push_back({c, c->value, c->has_value});
-    c->value = v;
-    c->has_value = true;
-    env->b.push_back({s, NS::SpecialVar, v});
-  } else {
-    env->b.push_back({s, NS::Var, v});
-  }
-}
-
 // Free special declarations (names not bound here) make references dynamic.
 void add_special_markers(Env* env, const std::vector<Symbol*>& specials) {
   for (Symbol* s : specials) {
@@ -193,10 +177,10 @@ Value let_common(Interp& in, Value form, Env* env, bool sequential) {
     } else {
       bad_form(in, op, "the binding " + in.show(spec) + " is not a symbol or (symbol value)");
     }
-    if (sequential) bind_var(in, e, s, v, specials);
+    if (sequential) bind_variable(in, e, s, v, specials);
     else pending.emplace_back(s, v);
   }
-  for (auto& [s, v] : pending) bind_var(in, e, s, v, specials);
+  for (auto& [s, v] : pending) bind_variable(in, e, s, v, specials);
   add_special_markers(e, specials);
   return in.eval_body(body, e);
 }

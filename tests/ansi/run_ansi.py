@@ -25,7 +25,7 @@ DEFAULT_OPS = """
 quote function lambda if progn let let* setq flet labels macrolet
 symbol-macrolet block return-from tagbody go catch throw unwind-protect
 multiple-value-call multiple-value-prog1 the locally eval-when declare
-defun defmacro defvar defparameter defconstant psetq psetf setf
+defun defmacro defvar defparameter defconstant psetq psetf setf rotatef
 apply funcall values complement constantly identity incf decf push pop pushnew
 when unless cond case ecase typecase etypecase and or not dotimes dolist do do*
 loop prog1 prog2 return multiple-value-bind multiple-value-list
@@ -131,8 +131,11 @@ SKIP_TEXT = [  # (category, regex over the form text)
     ("float formats (every float is a double)",
      re.compile(r"(?<![\w*])[-+]?\d+(\.\d*)?[fsl][-+]?\d+(?![\w])", re.I)),
     ("packages", re.compile(r"[\w-]::?[\w*+-]")),
-    ("#: uninterned-symbol syntax (not in the reader)", re.compile(r"#:")),
     ("reader/eval/compile", re.compile(r"#\.|#[+-]|#p\"", re.I)),
+    # a fixnum limit stepped past: a bignum in CL, E-OVERFLOW here
+    ("ratios/bignums/complexes",
+     re.compile(r"\((1\+|\+|\*)\s+most-positive-fixnum\b|\((1-|-|\*)\s+most-negative-fixnum\b",
+                re.I)),
 ]
 BIGNUM_LIMIT = 2 ** 63
 

@@ -223,3 +223,20 @@
 ;!E-TYPE
 (plist-keys 5)
 ;!E-TYPE
+;; complement and constantly
+(funcall (complement #'eql) 1 2)
+;=> t
+(funcall (complement #'evenp) 2)
+;=> nil
+(remove-if (complement #'evenp) '(1 2 3 4))
+;=> (2 4)
+(find 'a '(a a b) :test (complement #'eql))
+;=> b
+(funcall (constantly 'k))
+;=> k
+(funcall (constantly 7) 1 2 3)
+;=> 7
+(mapcar (constantly nil) '(1 2))
+;=> (nil nil)
+(funcall (complement #'car) 5)
+;!E-TYPE

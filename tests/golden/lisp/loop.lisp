@@ -716,3 +716,12 @@
 ;!E-TYPE
 (loop for x in '(1 2) collect it)
 ;!E-UNBOUND
+;; a typed destructuring pattern: the type destructures along with it
+(loop with (a b c) of-type (fixnum float t) return (list a b c))
+;=> (0 0.0 nil)
+(loop with (a b) of-type fixnum return (list a b))
+;=> (0 0)
+(loop with (a (b c)) of-type (float (integer fixnum)) return (list a b c))
+;=> (0.0 0 0)
+(loop for (a b) of-type (fixnum float) in nil finally (return (list a b)))
+;=> (0 0.0)

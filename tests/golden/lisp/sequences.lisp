@@ -860,3 +860,16 @@
 ;=> (1)
 (elt (vector 'a 'b) 1.0)
 ;!E-TYPE
+;; count :from-end applies the key and test to the elements last to first
+(let ((c 0)) (count 1 '(1 2 3 7 4 5 7 6 2 8) :from-end t :key #'(lambda (x) (prog1 (- x c) (incf c)))))
+;=> 3
+(let ((c 0)) (count 1 #(1 2 3 7 4 5 7 6 2 8) :from-end t :key #'(lambda (x) (prog1 (- x c) (incf c)))))
+;=> 3
+(let ((seen nil)) (count 'a '(a b a) :from-end t :key #'(lambda (x) (push x seen) x)) seen)
+;=> (a b a)
+(let ((seen nil)) (count-if #'(lambda (x) (push x seen) nil) #(1 2 3 4) :from-end t :start 1 :end 3) seen)
+;=> (2 3)
+(count #\a "banana" :from-end t :start 2)
+;=> 2
+(count 1 '(1 1 2) :from-end t :end 4)
+;!E-TYPE
