@@ -114,12 +114,15 @@
 
 ;;; Places
 
-(defmacro setf (&rest pairs)
+;; Every place macro expands its place through get-setf-expansion with the
+;; macro's lexical environment (so macrolet and symbol-macrolet places work),
+;; evaluating the place's subforms once, left to right, as CL requires.
+(defmacro setf (&rest pairs &environment env)
   (cond ((null pairs) nil)
         ((null (cdr pairs)) (error "setf: odd number of arguments"))
         ((cddr pairs) `(progn ,@(loop-pairs pairs (lambda (p v) `(setf ,p ,v)))))
         ((symbolp (car pairs)) `(setq ,(car pairs) ,(cadr pairs)))
-        (t (multiple-value-bind (temps vals stores writer) (get-setf-expansion (car pairs))
+        (t (multiple-value-bind (temps vals stores writer) (get-setf-expansion (car pairs) env)
              `(let* (,@(mapcar #'list temps vals) (,(car stores) ,(cadr pairs)))
                 ,writer)))))
 
@@ -139,57 +142,78 @@
        nil)))
 
 ;; Read-modify-write on a place, evaluating its subforms once.
-(defun %modify-place (place fn)
-  (multiple-value-bind (temps vals stores writer reader) (get-setf-expansion place)
+(defun %modify-place (place fn env)
+  (multiple-value-bind (temps vals stores writer reader) (get-setf-expansion place env)
     `(let* (,@(mapcar #'list temps vals) (,(car stores) ,(funcall fn reader)))
        ,writer)))
 
-(defmacro incf (place &optional (delta 1))
+(defmacro incf (place &optional (delta 1) &environment env)
   (if (symbolp place)
       `(setq ,place (+ ,place ,delta))
-      (%modify-place place (lambda (r) `(+ ,r ,delta)))))
+      (%modify-place place (lambda (r) `(+ ,r ,delta)) env)))
 
-(defmacro decf (place &optional (delta 1))
+(defmacro decf (place &optional (delta 1) &environment env)
   (if (symbolp place)
       `(setq ,place (- ,place ,delta))
-      (%modify-place place (lambda (r) `(- ,r ,delta)))))
+      (%modify-place place (lambda (r) `(- ,r ,delta)) env)))
 
-(defmacro push (item place)
+(defmacro push (item place &environment env)
   (if (symbolp place)
       `(setq ,place (cons ,item ,place))
       (let ((g (gensym)))
-        `(let ((,g ,item)) ,(%modify-place place (lambda (r) `(cons ,g ,r)))))))
+        `(let ((,g ,item)) ,(%modify-place place (lambda (r) `(cons ,g ,r)) env)))))
 
-(defmacro pushnew (item place &rest keys)
+(defmacro pushnew (item place &rest keys &environment env)
   (let ((g (gensym)))
-    `(let ((,g ,item)) ,(%modify-place place (lambda (r) `(adjoin ,g ,r ,@keys))))))
+    `(let ((,g ,item)) ,(%modify-place place (lambda (r) `(adjoin ,g ,r ,@keys)) env))))
 
-(defmacro pop (place)
-  (multiple-value-bind (temps vals stores writer reader) (get-setf-expansion place)
+(defmacro pop (place &environment env)
+  (multiple-value-bind (temps vals stores writer reader) (get-setf-expansion place env)
     (let ((g (gensym)))
       `(let* (,@(mapcar #'list temps vals) (,g ,reader) (,(car stores) (cdr ,g)))
          ,writer
          (car ,g)))))
 
-(defmacro rotatef (&rest places)
-  (if (null (cdr places))
-      nil
-      `(psetf ,@(apply #'append (mapcar #'list places (append (cdr places) (list (car places)))))
-              )))
+;; The setf expansions of several places, their temps bound once in order.
+(defun %expansions (places env)
+  (mapcar (lambda (p) (multiple-value-list (get-setf-expansion p env))) places))
 
-(defmacro shiftf (&rest places-and-value)
+(defun %expansion-bindings (expansions)
+  (apply #'append (mapcar (lambda (e) (mapcar #'list (first e) (second e))) expansions)))
+
+(defmacro rotatef (&rest places &environment env)
+  (if (null (cdr places))
+      (if places `(progn ,(car places) nil) nil)
+      (let* ((es (%expansions places env))
+             (stores (mapcar (lambda (e) (car (third e))) es)))
+        `(let* (,@(%expansion-bindings es)
+                ,@(let ((readers (mapcar #'fifth es)))
+                    (mapcar #'list stores (append (cdr readers) (list (car readers))))))
+           ,@(mapcar #'fourth es)
+           nil))))
+
+(defmacro shiftf (&rest places-and-value &environment env)
   (let* ((places (butlast places-and-value))
          (value (car (last places-and-value)))
-         (g (gensym)))
-    `(let ((,g ,(car places)))
-       (psetf ,@(apply #'append (mapcar #'list places (append (cdr places) (list value)))))
-       ,g)))
+         (es (%expansions places env))
+         (stores (mapcar (lambda (e) (car (third e))) es))
+         (old (gensym "OLD")))
+    `(let* (,@(%expansion-bindings es)
+            (,old ,(fifth (car es)))
+            ,@(mapcar #'list (butlast stores) (mapcar #'fifth (cdr es)))
+            (,(car (last stores)) ,value))
+       ,@(mapcar #'fourth es)
+       ,old)))
 
-(defmacro remf (place indicator)
-  (let ((g (gensym)))
-    `(let ((,g nil))
-       (setf ,place (%remf ,place ,indicator (lambda () (setq ,g t))))
-       ,g)))
+(defmacro remf (place indicator &environment env)
+  (multiple-value-bind (temps vals stores writer reader) (get-setf-expansion place env)
+    (let ((ind (gensym "IND")) (flag (gensym "FOUND")))
+      `(let* (,@(mapcar #'list temps vals)
+              (,ind ,indicator)
+              (,flag nil)
+              (,(car stores) (%remf ,reader ,ind (lambda () (setq ,flag t)))))
+         ,writer
+         ,flag))))
 
 ;;; Iteration
 

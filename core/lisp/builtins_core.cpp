@@ -296,6 +296,39 @@ bool typep(Interp& in, Value v, Value type) {
   in.fail("E-TYPE", "unknown type specifier " + in.show(type));
 }
 
+// The standard atomic types of language.md as a DAG (child, parent).
+static const char* kTypeParents[][2] = {
+    {"BIT", "FIXNUM"},          {"BIT", "UNSIGNED-BYTE"},      {"FIXNUM", "INTEGER"},
+    {"UNSIGNED-BYTE", "INTEGER"}, {"SIGNED-BYTE", "INTEGER"},  {"INTEGER", "RATIONAL"},
+    {"RATIONAL", "REAL"},       {"DOUBLE-FLOAT", "FLOAT"},     {"SINGLE-FLOAT", "FLOAT"},
+    {"FLOAT", "REAL"},          {"REAL", "NUMBER"},            {"NUMBER", "ATOM"},
+    {"NULL", "SYMBOL"},         {"NULL", "LIST"},              {"BOOLEAN", "SYMBOL"},
+    {"NULL", "BOOLEAN"},        {"KEYWORD", "SYMBOL"},         {"SYMBOL", "ATOM"},
+    {"CONS", "LIST"},           {"LIST", "SEQUENCE"},          {"SIMPLE-STRING", "STRING"},
+    {"STRING", "VECTOR"},       {"SIMPLE-VECTOR", "VECTOR"},   {"VECTOR", "ARRAY"},
+    {"VECTOR", "SEQUENCE"},     {"ARRAY", "ATOM"},             {"STANDARD-CHAR", "BASE-CHAR"},
+    {"BASE-CHAR", "CHARACTER"}, {"CHARACTER", "ATOM"},         {"HASH-TABLE", "ATOM"},
+    {"COMPILED-FUNCTION", "FUNCTION"}, {"FUNCTION", "ATOM"},   {"SEQUENCE", "T"},
+    {"ATOM", "T"},
+};
+
+// 1: a is a subtype of b; 0: it is not; -1: a type this table does not know.
+static int atomic_subtype(const std::string& a, const std::string& b) {
+  auto known = [](const std::string& n) {
+    for (auto& p : kTypeParents)
+      if (n == p[0] || n == p[1]) return true;
+    return false;
+  };
+  if (!known(a) || !known(b)) return -1;
+  std::vector<std::string> todo = {a};
+  for (size_t i = 0; i < todo.size() && i < 64; ++i) {
+    if (todo[i] == b) return 1;
+    for (auto& p : kTypeParents)
+      if (todo[i] == p[0]) todo.push_back(p[1]);
+  }
+  return 0;
+}
+
 static Value type_of(Interp& in, Value v) {
   switch (v.kind) {
     case Kind::Int:
@@ -326,6 +359,34 @@ static Value type_of(Interp& in, Value v) {
   return in.sym("T");
 }
 
+// ---- declarations -------------------------------------------------------------------
+
+void collect_type_declarations(Interp& in, Value spec, TypeDecls& out) {
+  if (!spec.is_cons() || !car_of(spec).is_symbol()) return;
+  Symbol* head = car_of(spec).sym();
+  Value type, vars;
+  if (head->name == "TYPE") {
+    type = car_of(cdr_of(spec));
+    vars = cdr_of(cdr_of(spec));
+  } else if (atomic_subtype(head->name, "T") == 1 || head->name == "T") {
+    type = car_of(spec);  // (declare (fixnum x)): the shorthand for a known type
+    vars = cdr_of(spec);
+  } else {
+    return;  // ignore, ignorable, special, optimize, inline, ...
+  }
+  for (Value v = vars; v.is_cons(); v = v.cons()->cdr)
+    if (car_of(v).is_symbol()) out.emplace_back(car_of(v).sym(), type);
+  (void)in;
+}
+
+void check_declared_types(Interp& in, Env* frame, const TypeDecls& decls) {
+  for (const auto& [s, type] : decls)
+    for (const Binding& b : frame->b)
+      if (b.sym == s && (b.ns == NS::Var || b.ns == NS::SpecialVar) && !typep(in, b.val, type))
+        in.fail("E-TYPE", "'" + in.show(Interp::symval(s)) + "' is declared " + in.show(type) +
+                              " but is " + in.show(b.val));
+}
+
 // ---- definitions -------------------------------------------------------------------
 
 static bool in_user_file(Interp& in) { return in.current_file.size() && in.current_file != "<prelude>"; }
@@ -333,6 +394,13 @@ static bool in_user_file(Interp& in) { return in.current_file.size() && in.curre
 void define_function(Interp& in, Symbol* s, Value fn, bool macro) {
   if (s->special_form >= 0 && !macro)
     in.fail("E-TYPE", "cannot define '" + in.show(Interp::symval(s)) + "': it is a special form");
+  auto imported = in.current_module->imported.find(s);
+  if (imported != in.current_module->imported.end()) {
+    in.warn("W-SHADOW", "'" + in.show(Interp::symval(s)) + "' redefines the name imported from module '" +
+                            imported->second->name + "' with :only",
+            "choose another name, or drop it from :only");
+    in.current_module->imported.erase(imported);
+  }
   Cell* c = in.define_cell(s);
   bool from_prelude = in.current_file == "<prelude>";
   if (in_user_file(in) && in.current_module == in.modules[0].get()) {
@@ -454,12 +522,14 @@ void register_core_builtins(Interp& in) {
     return in.boolean(typep(in, args[0], args[1]));
   });
   SG_BUILTIN(in, "TYPE-OF", 1, 1, "a type the object belongs to", { return type_of(in, args[0]); });
-  SG_BUILTIN(in, "SUBTYPEP", 2, 3, "is the first type a subtype of the second (known types only)", {
-    // Only the cases the prelude's typecase needs: identical, t, nil.
+  SG_BUILTIN(in, "SUBTYPEP", 2, 3, "is the first type a subtype of the second; second value: is that known", {
     Value a = args[0], b = args[1];
     if (equal(a, b) || is_sym(b, "T") || is_sym(a, "NIL")) return in.values2(in.t(), in.t());
-    if (a.is_symbol() && b.is_symbol() && condition_subtype(a.sym()->name, b.sym()->name))
-      return in.values2(in.t(), in.t());
+    if (a.is_symbol() && b.is_symbol()) {
+      if (condition_subtype(a.sym()->name, b.sym()->name)) return in.values2(in.t(), in.t());
+      int known = atomic_subtype(a.sym()->name, b.sym()->name);
+      if (known >= 0) return in.values2(in.boolean(known == 1), in.t());
+    }
     return in.values2(in.nil(), in.nil());
   });
   SG_BUILTIN(in, "FUNCTIONP", 1, 1, "is it a function", { return in.boolean(args[0].is_function()); });
@@ -540,9 +610,16 @@ void register_core_builtins(Interp& in) {
   });
   SG_BUILTIN(in, "MAKE-SYMBOL", 1, 1, "a fresh uninterned symbol",
              { return Interp::symval(in.make_symbol(u32_to_utf8(in.arg_string(args[0], "make-symbol")->chars))); });
-  SG_BUILTIN(in, "INTERN", 1, 2, "the symbol with this name (a second value says if it existed)", {
+  SG_BUILTIN(in, "INTERN", 1, 2, "the symbol with this name; second value :internal if it existed, else nil", {
     std::string name = u32_to_utf8(in.arg_string(args[0], "intern")->chars);
-    return in.values2(in.sym(name), in.nil());
+    bool to_keyword = nargs > 1 && ((args[1].is_symbol() && args[1].sym()->name == "KEYWORD") ||
+                                    (args[1].is_string() && u32_to_utf8(args[1].str()->chars) == "KEYWORD"));
+    if (to_keyword) {
+      bool existed = in.has_keyword(name);
+      return in.values2(Interp::symval(in.keyword(name)), existed ? in.sym_kw("EXTERNAL") : in.nil());
+    }
+    bool existed = in.has_symbol(name);
+    return in.values2(in.sym(name), existed ? in.sym_kw("INTERNAL") : in.nil());
   });
   SG_BUILTIN(in, "GENSYM", 0, 1, "a fresh uninterned symbol G<n>", {
     std::string prefix = "G";
@@ -710,12 +787,12 @@ void register_core_builtins(Interp& in) {
 
   SG_BUILTIN(in, "MACROEXPAND-1", 1, 2, "expand a macro call once; second value t if expanded", {
     bool e = false;
-    Value r = in.macroexpand_1(args[0], nullptr, &e);
+    Value r = in.macroexpand_1(args[0], nargs > 1 ? env_of(args[1]) : nullptr, &e);
     return in.values2(r, in.boolean(e));
   });
   SG_BUILTIN(in, "MACROEXPAND", 1, 2, "expand a macro call until it is not one", {
     bool e = false;
-    Value r = in.macroexpand(args[0], nullptr, &e);
+    Value r = in.macroexpand(args[0], nargs > 1 ? env_of(args[1]) : nullptr, &e);
     return in.values2(r, in.boolean(e));
   });
   SG_BUILTIN(in, "%BUILTINS", 0, 0, "every builtin function: (name min-args max-args doc), sorted", {

@@ -365,6 +365,22 @@ void Interp::type_error(Value v, std::string_view expected, std::string_view whe
   throw e;
 }
 
+void Interp::program_error(std::string message) {
+  LispError e;
+  e.diag.code = "E-TYPE";
+  e.diag.span = current_span();
+  e.diag.message = message;
+  Condition* c = alloc<Condition>();
+  c->type = sym("PROGRAM-ERROR");
+  c->code = "E-TYPE";
+  c->message = std::move(message);
+  c->format_control = nil_;
+  c->format_args = nil_;
+  c->span = e.diag.span;
+  e.condition = Value::object(Kind::Condition, c);
+  throw e;
+}
+
 void Interp::warn(const char* code, std::string message, std::string fix) {
   Diagnostic d;
   d.code = code;
@@ -948,6 +964,7 @@ LambdaInfo* Interp::lambda_info(Value ll, Value body, bool macro, Value block_na
         if (spec.is_cons() && spec.cons()->car.is_symbol() && spec.cons()->car.sym() == S.special)
           for (Value v = spec.cons()->cdr; v.is_cons(); v = v.cons()->cdr)
             if (v.cons()->car.is_symbol()) li.specials.push_back(v.cons()->car.sym());
+        collect_type_declarations(*this, spec, li.type_decls);
       }
       b = b.cons()->cdr;
       continue;
@@ -1005,7 +1022,7 @@ struct Binder {
   // `dotted_tail` a non-nil tail of a dotted argument list (macros only).
   void bind_list(const LambdaInfo& li, Value* args, int n, Value whole, Value dotted_tail) {
     if (li.whole) bind(li.whole, whole);
-    if (li.environment) bind(li.environment, in.nil());
+    if (li.environment) bind(li.environment, in.macro_env_arg.p ? in.macro_env_arg : in.nil());
     int nreq = int(li.required.size());
     if (n < nreq) too_few(li, n, whole);
     if (li.max_args >= 0 && n > li.max_args) too_many(li, n, whole);
@@ -1036,8 +1053,8 @@ struct Binder {
                 "keyword arguments come in pairs: :name value");
       bool allow = li.allow_other_keys;
       for (int k = i; k < n; k += 2)
-        if (args[k].is_symbol() && args[k].sym() == in.S.kw_allow_other_keys && args[k + 1].truthy()) {
-          allow = true;
+        if (args[k].is_symbol() && args[k].sym() == in.S.kw_allow_other_keys) {
+          allow = allow || args[k + 1].truthy();  // the leftmost occurrence decides
           break;
         }
       if (!allow) {
@@ -1149,11 +1166,14 @@ Value Interp::apply_closure(Function* f, Value* args, int nargs) {
     // An expander is called with (form env): the lambda list destructures
     // the form's arguments, &whole gets the whole form.
     Value form = nargs > 0 ? args[0] : nil_;
+    macro_env_arg = nargs > 1 ? args[1] : nil_;
     destructure_into(*this, env, li, form, form.is_cons() ? form.cons()->cdr : nil_);
+    macro_env_arg = Value();
   } else {
     Binder binder{*this, env, li->specials};
     binder.bind_list(*li, args, nargs, f->name.p ? f->name : nil_, nil_);
   }
+  if (!li->type_decls.empty()) check_declared_types(*this, env, li->type_decls);
   if (li->block_name.p && !li->block_name.is_nil()) {
     ExitPoint* ep = alloc<ExitPoint>();
     env->b.push_back({li->block_name.sym(), NS::Block, Value::object(Kind::Foreign, ep)});
@@ -1224,9 +1244,15 @@ Value Interp::macroexpand_1(Value form, Env* env, bool* expanded) {
   SpanGuard guard(*this, key->span);
   Value expansion;
   try {
-    // Expanders take (form env); the env is passed as a Foreign-free nil here
-    // because macroexpand of lexical macros goes through this function.
-    expansion = call(fn, {form, nil_});
+    // Expanders take (form env): the lexical environment, boxed, so that
+    // &environment reaches macroexpand and get-setf-expansion.
+    Value envv = nil_;
+    if (env) {
+      EnvBox* box = alloc<EnvBox>();
+      box->env = env;
+      envv = Value::object(Kind::Foreign, box);
+    }
+    expansion = call(fn, {form, envv});
   } catch (LispError& e) {
     if (!e.catchable) throw;
     if (e.diag.code == "E-MACRO") throw;
@@ -1388,8 +1414,10 @@ void Interp::parse_keys(Value* args, int n, int start, std::initializer_list<con
                         std::string(current_operator ? current_operator : "function") + "'");
   bool allow = false;
   for (int i = start; i < n; i += 2)
-    if (args[i].is_symbol() && args[i].sym() == S.kw_allow_other_keys && args[i + 1].truthy())
-      allow = true;
+    if (args[i].is_symbol() && args[i].sym() == S.kw_allow_other_keys) {
+      allow = args[i + 1].truthy();  // the leftmost occurrence decides
+      break;
+    }
   for (int i = start; i < n; i += 2) {
     Value k = args[i];
     bool found = false;

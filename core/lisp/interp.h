@@ -75,6 +75,21 @@ struct ExitPoint : Obj {
   std::vector<std::pair<Value, Value>> tags;  // tagbody: (tag, body tail after it)
 };
 
+// A lexical environment as a Lisp value: what a macro's &environment
+// variable holds, for macroexpand and get-setf-expansion.
+struct EnvBox : Foreign {
+  Env* env = nullptr;
+  std::string print() const override { return "#<environment>"; }
+  std::string type_name() const override { return "ENVIRONMENT"; }
+};
+
+// The Env* of an environment value (nil or anything else: the null environment).
+inline Env* env_of(Value v) {
+  if (v.kind != Kind::Foreign || v.p == nullptr) return nullptr;
+  auto* box = dynamic_cast<EnvBox*>(v.foreign());
+  return box ? box->env : nullptr;
+}
+
 // ---- parsed lambda lists (cached per lambda form) ---------------------------
 
 struct LambdaInfo {
@@ -105,6 +120,7 @@ struct LambdaInfo {
   Value declarations;  // list of declaration specifiers
   Value doc;           // string or nil
   std::vector<Symbol*> specials;  // (declare (special ...)) of the body
+  std::vector<std::pair<Symbol*, Value>> type_decls;  // (declare (type ...)) of the body
   Value block_name;               // non-nil: body is wrapped in this block
   bool macro = false;
   int min_args = 0, max_args = 0;  // max -1: &rest/&key
@@ -164,6 +180,9 @@ class Interp {
   Symbol* qualified(std::string_view qualifier, std::string_view upper_name);
   Symbol* make_symbol(std::string name);  // uninterned
   std::vector<Symbol*> all_symbols() const;  // interned, sorted by name
+  bool has_symbol(const std::string& name) const { return symbols_.count(name) != 0; }
+  bool has_keyword(const std::string& name) const { return keywords_.count(name) != 0; }
+  Value sym_kw(std::string_view upper_name) { return symval(keyword(upper_name)); }
   Value sym(std::string_view upper_name) { return symval(intern(upper_name)); }
   static Value symval(Symbol* s) { return Value::object(Kind::Symbol, s); }
 
@@ -244,6 +263,7 @@ class Interp {
 
   // ---- macros ---------------------------------------------------------------
   Value macroexpand_1(Value form, Env* env, bool* expanded);
+  Value macro_env_arg = Value();  // the &environment of the expander being called
   Value macroexpand(Value form, Env* env, bool* expanded);
   Value macro_function(Symbol* s, Env* env);  // nil if not a macro
 
@@ -266,6 +286,9 @@ class Interp {
   [[noreturn]] void fail_at(Span span, const char* code, std::string message,
                             std::string fix = "");
   [[noreturn]] void type_error(Value v, std::string_view expected, std::string_view where);
+  // A malformed program (a variable bound twice, ...): E-TYPE at the form,
+  // signalled as CL's program-error.
+  [[noreturn]] void program_error(std::string message);
   void warn(const char* code, std::string message, std::string fix = "");
   Span current_span() const;
   Span span_of(uint32_t id) const { return id < spans_.size() ? spans_[id] : Span{}; }
@@ -390,6 +413,13 @@ class Interp {
   Value apply_closure(Function* f, Value* args, int nargs);
   friend struct SpecialForms;
 };
+
+// Type declarations, honoured: (declare (type T x ...)) and (declare (T x ...))
+// for a type T that typep knows. Collected from one declaration specifier;
+// checked against the values bound in a frame (E-TYPE naming the variable).
+using TypeDecls = std::vector<std::pair<Symbol*, Value>>;
+void collect_type_declarations(Interp& in, Value spec, TypeDecls& out);
+void check_declared_types(Interp& in, Env* frame, const TypeDecls& decls);
 
 // Binds `s` to `v` in `env`: dynamically when it is special (proclaimed, or
 // declared in `specials`), lexically otherwise. Constants cannot be bound.

@@ -23,6 +23,8 @@ std::vector<std::string> module_search_dirs(const Interp& in, const std::string&
   if (!from_file.empty() && from_file[0] != '<') {
     fs::path p = fs::path(from_file).parent_path();
     dirs.push_back(p.empty() ? "." : p.string());
+  } else {
+    dirs.push_back(".");  // -e, standard input and the REPL: the working directory
   }
   if (const char* env = std::getenv("SEXPGPU_MODULE_PATH")) {
     std::stringstream ss(env);

@@ -33,7 +33,7 @@ const struct {
 const char* kNthNames[] = {"SECOND", "THIRD", "FOURTH", "FIFTH", "SIXTH",
                            "SEVENTH", "EIGHTH", "NINTH", "TENTH"};
 
-Expansion expand(Interp& in, Value place, int depth);
+Expansion expand(Interp& in, Value place, Env* env, int depth);
 
 // One temporary per argument form of the place, in order; returns the temps.
 std::vector<Value> temps_for_arguments(Interp& in, Value place, Expansion& e) {
@@ -60,7 +60,7 @@ Expansion simple(Interp& in, Value place, const char* writer) {
   return e;
 }
 
-Expansion expand(Interp& in, Value place, int depth) {
+Expansion expand(Interp& in, Value place, Env* env, int depth) {
   if (depth > 100) in.fail("E-MACRO", "setf: place expansion does not terminate");
   Expansion e;
   if (place.is_symbol()) {
@@ -82,25 +82,28 @@ Expansion expand(Interp& in, Value place, int depth) {
     for (int i = 0; i < 9; ++i)
       if (n == kNthNames[i])
         return expand(in, in.list({in.sym("NTH"), Value::integer(i + 1), car_of(cdr_of(place))}),
-                      depth + 1);
+                      env, depth + 1);
     // c[ad]+r: peel the outermost letter.
     if (n.size() >= 4 && n.front() == 'C' && n.back() == 'R' &&
         n.find_first_not_of("AD", 1) == n.size() - 1) {
       std::string inner = "C" + n.substr(2);
       Value inner_form = in.cons(in.sym(inner), cdr_of(place));
       const char* outer = n[1] == 'A' ? "CAR" : "CDR";
-      return expand(in, in.list({in.sym(outer), inner_form}), depth + 1);
+      return expand(in, in.list({in.sym(outer), inner_form}), env, depth + 1);
     }
-    if (n == "THE") return expand(in, car_of(cdr_of(cdr_of(place))), depth + 1);
+    if (n == "THE") return expand(in, car_of(cdr_of(cdr_of(place))), env, depth + 1);
     if (n == "GETF") {
       // The plist is itself a place: update it with %putf's result.
-      Expansion inner = expand(in, car_of(cdr_of(place)), depth + 1);
+      Expansion inner = expand(in, car_of(cdr_of(place)), env, depth + 1);
       e.temps = inner.temps;
       e.vals = inner.vals;
       Value ind = gensym(in, "IND");
       e.temps.push_back(ind);
       e.vals.push_back(car_of(cdr_of(cdr_of(place))));
       Value def = cdr_of(cdr_of(cdr_of(place)));
+      Value def_temp = gensym(in, "DEFAULT");
+      e.temps.push_back(def_temp);  // evaluated once, after the indicator, as CL says
+      e.vals.push_back(def.is_cons() ? car_of(def) : in.nil());
       Value store = gensym(in, "NEW");
       e.stores.push_back(store);
       Value plist_store = inner.stores.empty() ? gensym(in, "P") : inner.stores[0];
@@ -108,13 +111,13 @@ Expansion expand(Interp& in, Value place, int depth) {
                           in.list({in.list({plist_store,
                                             in.list({in.sym("%PUTF"), inner.reader, ind, store})})}),
                           inner.writer, store});
-      e.reader = in.list({in.sym("GETF"), inner.reader, ind, def.is_cons() ? car_of(def) : in.nil()});
+      e.reader = in.list({in.sym("GETF"), inner.reader, ind, def_temp});
       return e;
     }
     if (n == "VALUES") {
       std::vector<Value> writers = {in.sym("VALUES")};
       for (Value a = cdr_of(place); a.is_cons(); a = a.cons()->cdr) {
-        Expansion sub = expand(in, a.cons()->car, depth + 1);
+        Expansion sub = expand(in, a.cons()->car, env, depth + 1);
         e.temps.insert(e.temps.end(), sub.temps.begin(), sub.temps.end());
         e.vals.insert(e.vals.end(), sub.vals.begin(), sub.vals.end());
         e.stores.push_back(sub.stores.empty() ? gensym(in, "NEW") : sub.stores[0]);
@@ -125,8 +128,15 @@ Expansion expand(Interp& in, Value place, int depth) {
       return e;
     }
   }
-  // A user-defined (setf NAME) function wins over macro expansion.
-  if (!in.setf_function(head).is_nil() || !in.fcell(head)->macro) {
+  // A (setf NAME) function, global or from flet, wins over macro expansion;
+  // macros are looked up in the lexical environment (macrolet) too.
+  bool local_setf = false;
+  for (Env* e2 = env; e2 && !local_setf; e2 = e2->parent)
+    for (auto& b : e2->b)
+      if (b.sym == head && b.ns == NS::SetfFun) local_setf = true;
+  bool is_macro = false;
+  in.lookup_function(head, env, &is_macro);
+  if (local_setf || !in.setf_function(head).is_nil() || !is_macro) {
     std::vector<Value> args = temps_for_arguments(in, place, e);
     Value store = gensym(in, "NEW");
     e.stores.push_back(store);
@@ -139,8 +149,8 @@ Expansion expand(Interp& in, Value place, int depth) {
     return e;
   }
   bool expanded = false;
-  Value x = in.macroexpand_1(place, nullptr, &expanded);
-  return expand(in, x, depth + 1);
+  Value x = in.macroexpand_1(place, env, &expanded);
+  return expand(in, x, env, depth + 1);
 }
 
 Value nthcdr_for_set(Interp& in, int64_t n, Value list, const char* op) {
@@ -179,7 +189,7 @@ Value set_sequence_element(Interp& in, Value seq, int64_t i, Value v, const char
 
 void register_place_builtins(Interp& in) {
   SG_BUILTIN(in, "GET-SETF-EXPANSION", 1, 2, "temps, values, stores, writer and reader of a place", {
-    Expansion e = expand(in, args[0], 0);
+    Expansion e = expand(in, args[0], nargs > 1 ? env_of(args[1]) : nullptr, 0);
     return in.values({in.list_from(e.temps), in.list_from(e.vals), in.list_from(e.stores), e.writer,
                       e.reader});
   });

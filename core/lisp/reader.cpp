@@ -139,6 +139,10 @@ bool parse_number(std::string_view tok, int radix, Value& out, bool* overflow) {
   if (!exp && (!dot || frac_digits == 0)) return false;
   std::string norm = mantissa + (exp ? "e" + exponent : "");
   double v = std::strtod(norm.c_str(), nullptr);
+  if (std::isinf(v)) {  // too large for a double: an error, not an infinity
+    if (overflow) *overflow = true;
+    return true;
+  }
   out = Value::flt(v);
   return true;
 }
@@ -549,7 +553,9 @@ Value Reader::read_token_or_number(size_t start) {
     Value v;
     bool ovf = false;
     if (parse_number(raw, 10, v, &ovf)) {
-      if (ovf) error(start, "integer '" + raw + "' does not fit in 64 bits", "E-OVERFLOW");
+      if (ovf)
+        error(start, "the number '" + raw + "' does not fit (integers are 64-bit, floats double)",
+              "E-OVERFLOW");
       return v;
     }
     if (!raw.empty() && raw.find_first_not_of('.') == std::string::npos)

@@ -41,15 +41,16 @@ bool is_declare(Interp& in, Value f) {
 }
 
 // Splits leading declarations from a body; collects (special ...) names.
-Value body_after_declarations(Interp& in, Value body, std::vector<Symbol*>* specials) {
+Value body_after_declarations(Interp& in, Value body, std::vector<Symbol*>* specials,
+                              TypeDecls* types = nullptr) {
   while (body.is_cons() && is_declare(in, body.cons()->car)) {
-    if (specials)
-      for (Value d = cdr(body.cons()->car); d.is_cons(); d = d.cons()->cdr) {
-        Value spec = d.cons()->car;
-        if (spec.is_cons() && car(spec).is_symbol() && car(spec).sym() == in.S.special)
-          for (Value v = cdr(spec); v.is_cons(); v = v.cons()->cdr)
-            if (v.cons()->car.is_symbol()) specials->push_back(v.cons()->car.sym());
-      }
+    for (Value d = cdr(body.cons()->car); d.is_cons(); d = d.cons()->cdr) {
+      Value spec = d.cons()->car;
+      if (specials && spec.is_cons() && car(spec).is_symbol() && car(spec).sym() == in.S.special)
+        for (Value v = cdr(spec); v.is_cons(); v = v.cons()->cdr)
+          if (v.cons()->car.is_symbol()) specials->push_back(v.cons()->car.sym());
+      if (types) collect_type_declarations(in, spec, *types);
+    }
     body = body.cons()->cdr;
   }
   return body;
@@ -156,7 +157,8 @@ Value let_common(Interp& in, Value form, Env* env, bool sequential) {
   Value bindings = car(cdr(form));
   if (!bindings.is_list()) bad_form(in, op, "the bindings " + in.show(bindings) + " are not a list");
   std::vector<Symbol*> specials;
-  Value body = body_after_declarations(in, cdr(cdr(form)), &specials);
+  TypeDecls types;
+  Value body = body_after_declarations(in, cdr(cdr(form)), &specials, &types);
   Env* e = new_env(in, env);
   SpecialScope scope(in);
   std::vector<std::pair<Symbol*, Value>> pending;
@@ -180,7 +182,13 @@ Value let_common(Interp& in, Value form, Env* env, bool sequential) {
     if (sequential) bind_variable(in, e, s, v, specials);
     else pending.emplace_back(s, v);
   }
+  for (size_t i = 0; i < pending.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (pending[i].first == pending[j].first)
+        in.program_error("let: the variable '" + in.show(Interp::symval(pending[i].first)) +
+                         "' is bound twice");
   for (auto& [s, v] : pending) bind_variable(in, e, s, v, specials);
+  if (!types.empty()) check_declared_types(in, e, types);
   add_special_markers(e, specials);
   return in.eval_body(body, e);
 }
@@ -602,6 +610,8 @@ Value sf_unquote(Interp& in, Value, Env*) {
 Value sf_defmacro(Interp& in, Value form, Env* env) {
   Value name = nth_arg(in, form, 0, "defmacro");
   if (!name.is_symbol() || name.is_nil()) bad_form(in, "defmacro", in.show(name) + " is not a name");
+  if (name.sym()->special_form >= 0)
+    in.fail("E-TYPE", "cannot define the macro '" + in.show(name) + "': it is a special form");
   Value ll = nth_arg(in, form, 1, "defmacro");
   Value fn = make_closure(in, name, ll, cdr(cdr(cdr(form))), env, name, true);
   define_function(in, name.sym(), fn, true);

@@ -74,3 +74,32 @@
 ;=> "KEY"
 (prin1-to-string :key)
 ;=> ":KEY"
+;;; Places evaluate their subforms once, left to right, in the lexical environment.
+(let ((p (list 'a 1)) (foo nil)) (setf (getf p 'b (setq foo t)) 3) (list foo p))
+;=> (t (b 3 a 1))
+(macrolet ((m (z) z)) (let ((x 1)) (setf (m x) 2) x))
+;=> 2
+(macrolet ((second-of (l) `(car (cdr ,l)))) (let ((l (list 1 2 3))) (incf (second-of l) 10) l))
+;=> (1 12 3)
+(let ((n 0) (v (vector (list :a 1 :b 2)))) (remf (aref v (progn (incf n) 0)) :a) (list n v))
+;=> (1 #((:b 2)))
+(let ((x (list 'a 'b 'c 'd))) (list (remf x (progn (setq x (list 'e 'f)) 'a)) x))
+;=> (nil (e f))
+(let ((v (vector 1 2 3)) (i -1)) (rotatef (aref v (incf i)) (aref v (incf i))) (list v i))
+;=> (#(2 1 3) 1)
+(let ((a 1) (b 2) (c 3)) (rotatef a b c) (list a b c))
+;=> (2 3 1)
+(let ((a 1) (b 2) (c 3)) (list (shiftf a b c 9) a b c))
+;=> (1 2 3 9)
+(let ((v (vector 10 20)) (i 0)) (list (shiftf (aref v (incf i)) 5) v i))
+;=> (20 #(10 5) 1)
+(let ((l (list 1 2 3))) (list (pop (cdr l)) l))
+;=> (2 (1 3))
+(let ((x 0) (x 1)) x)
+;!E-TYPE
+(handler-case (let ((x 0) (x 1)) x) (program-error () :refused))
+;=> :refused
+(count 'a nil :bad t :allow-other-keys nil :allow-other-keys t)
+;!E-ARITY
+(count 'a '(a b a) :bad t :allow-other-keys t :allow-other-keys nil)
+;=> 2
