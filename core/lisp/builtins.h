@@ -23,6 +23,21 @@ namespace sexpgpu::lisp {
 inline Value car_of(Value v) { return v.is_cons() ? v.cons()->car : v; }
 inline Value cdr_of(Value v) { return v.is_cons() ? v.cons()->cdr : v; }
 
+// Call a Lisp function from a builtin, keeping only its primary value, so a
+// predicate returning several values does not leak them into our result.
+inline Value call1(Interp& in, Value fn, Value* args, int n) {
+  Value r = in.apply(fn, args, n);
+  in.single();
+  return r;
+}
+inline Value call1(Interp& in, Value fn, Value a) {
+  return call1(in, fn, &a, 1);
+}
+inline Value call2(Interp& in, Value fn, Value a, Value b) {
+  Value xs[2] = {a, b};
+  return call1(in, fn, xs, 2);
+}
+
 // Lower-case operator name for messages.
 std::string op_name(const char* upper);
 

@@ -8,20 +8,6 @@
 
 namespace sexpgpu::lisp {
 
-// Call a Lisp function (already resolved) with one or two arguments. The
-// callee may have left several values; the builtin returns one, so reset.
-inline Value call1(Interp& in, Value fn, Value a) {
-  Value r = in.apply(fn, &a, 1);
-  in.single();
-  return r;
-}
-inline Value call2(Interp& in, Value fn, Value a, Value b) {
-  Value argv[2] = {a, b};
-  Value r = in.apply(fn, argv, 2);
-  in.single();
-  return r;
-}
-
 // E-TYPE unless V is a list (a cons or nil); V otherwise.
 inline Value check_list(Interp& in, Value v, const char* where) {
   if (!v.is_list()) in.type_error(v, "a list", where);

@@ -10,6 +10,9 @@
 // user function runs, as in SBCL.
 #include <algorithm>
 
+#include <unordered_set>
+
+#include "lisp/builtins_list.h"
 #include "lisp/sequence.h"
 
 namespace sexpgpu::lisp {
@@ -403,7 +406,21 @@ Value remove_duplicates(Interp& in, Value* args, int nargs, bool destructive) {
   for (size_t i = b.start; i < b.end; ++i) keys[i] = apply_key(in, key, s.at(in, i));
   std::vector<char> drop(s.n, 0);
   size_t n = 0;
-  if (o[0].truthy()) {  // keep the first occurrence
+  Matcher standard(in, in.nil(), o[1], o[2]);
+  if (standard.mode() != Matcher::Mode::Call) {
+    // eq, eql, equal or equalp: one pass with a hash set instead of all pairs.
+    HashTest ht = standard.mode() == Matcher::Mode::Equal    ? HashTest::Equal
+                  : standard.mode() == Matcher::Mode::Equalp ? HashTest::Equalp
+                                                             : HashTest::Eql;
+    std::unordered_set<Value, ValueHasher, ValueKeyEq> seen(0, ValueHasher{ht}, ValueKeyEq{ht});
+    auto visit = [&](size_t i) {
+      if (!seen.insert(keys[i]).second) drop[i] = 1, ++n;
+    };
+    if (o[0].truthy())  // keep the first occurrence
+      for (size_t i = b.start; i < b.end; ++i) visit(i);
+    else  // keep the last occurrence
+      for (size_t i = b.end; i-- > b.start;) visit(i);
+  } else if (o[0].truthy()) {  // keep the first occurrence
     for (size_t j = b.start; j < b.end; ++j)
       for (size_t i = b.start; i < j; ++i)
         if (!drop[i] && t(keys[i], keys[j])) {

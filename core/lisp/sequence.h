@@ -16,21 +16,6 @@
 
 namespace sexpgpu::lisp {
 
-// Call a function (already resolved) and keep only its primary value, so a
-// predicate returning several values does not leak them into our result.
-inline Value call1(Interp& in, Value fn, Value* args, int n) {
-  Value r = in.apply(fn, args, n);
-  in.single();
-  return r;
-}
-inline Value call1(Interp& in, Value fn, Value a) {
-  return call1(in, fn, &a, 1);
-}
-inline Value call2(Interp& in, Value fn, Value a, Value b) {
-  Value xs[2] = {a, b};
-  return call1(in, fn, xs, 2);
-}
-
 // A function designator argument resolved to a function; nil stays nil.
 inline Value fn_or_nil(Interp& in, Value f) {
   return f.is_nil() ? f : in.resolve_function(f);

@@ -873,3 +873,14 @@
 ;=> 2
 (count 1 '(1 1 2) :from-end t :end 4)
 ;!E-TYPE
+;;; remove-duplicates with a standard test hashes: large inputs stay linear.
+(length (remove-duplicates (loop for i below 100000 collect (mod i 1000))))
+;=> 1000
+(remove-duplicates (list "a" "A" "b" "a") :test #'equal)
+;=> ("A" "b" "a")
+(remove-duplicates (list "a" "A" "b" "a") :test #'equalp :from-end t)
+;=> ("a" "b")
+(remove-duplicates '(1 2 1.0 2) :test 'eql)
+;=> (1 1.0 2)
+(remove-duplicates '((a 1) (b 2) (a 3)) :key #'car)
+;=> ((b 2) (a 3))
