@@ -74,8 +74,9 @@
     `(let ((,k ,key))
        (case ,k
          ,@clauses
-         (otherwise (error 'type-error :format-control "~s fell through an ecase expecting one of ~s"
-                                       :format-arguments (list ,k ',all)))))))
+         (otherwise
+          (error 'type-error :format-control "~s fell through an ecase expecting one of ~s"
+                 :format-arguments (list ,k ',all)))))))
 
 (defmacro typecase (key &rest clauses)
   (let ((k (gensym "KEY")))
@@ -92,7 +93,7 @@
        (typecase ,k
          ,@clauses
          (t (error 'type-error :format-control "~s fell through an etypecase expecting ~s"
-                               :format-arguments (list ,k '(or ,@(mapcar #'car clauses)))))))))
+                   :format-arguments (list ,k '(or ,@(mapcar #'car clauses)))))))))
 
 ;;; Sequencing and blocks
 
@@ -132,13 +133,15 @@
 (defmacro psetq (&rest pairs)
   (let ((gs (loop-pairs pairs (lambda (p v) (declare (ignore p v)) (gensym)))))
     `(let ,(mapcar #'list gs (loop-pairs pairs (lambda (p v) (declare (ignore p)) v)))
-       (setq ,@(apply #'append (mapcar #'list (loop-pairs pairs (lambda (p v) (declare (ignore v)) p)) gs)))
+       (setq ,@(apply #'append
+                      (mapcar #'list (loop-pairs pairs (lambda (p v) (declare (ignore v)) p)) gs)))
        nil)))
 
 (defmacro psetf (&rest pairs)
   (let ((gs (loop-pairs pairs (lambda (p v) (declare (ignore p v)) (gensym)))))
     `(let ,(mapcar #'list gs (loop-pairs pairs (lambda (p v) (declare (ignore p)) v)))
-       (setf ,@(apply #'append (mapcar #'list (loop-pairs pairs (lambda (p v) (declare (ignore v)) p)) gs)))
+       (setf ,@(apply #'append
+                      (mapcar #'list (loop-pairs pairs (lambda (p v) (declare (ignore v)) p)) gs)))
        nil)))
 
 ;; Read-modify-write on a place, evaluating its subforms once.
@@ -228,53 +231,54 @@
 
 (defmacro dolist ((var list &optional result) &body body)
   (multiple-value-bind (decls forms) (%split-body body)
-   (let ((tail (gensym "TAIL")))
-    `(block nil
-       (let ((,tail ,list))
-         (tagbody
-          next
-            (if (null ,tail) (go end))
-            (let ((,var (car ,tail)))
-              ,@decls
-              (tagbody ,@forms))
-            (setq ,tail (cdr ,tail))
-            (go next)
-          end)
-         (let ((,var nil))
-           (declare (ignorable ,var))
-           ,result))))))
+    (let ((tail (gensym "TAIL")))
+      `(block nil
+         (let ((,tail ,list))
+           (tagbody
+            next
+              (if (null ,tail) (go end))
+              (let ((,var (car ,tail)))
+                ,@decls
+                (tagbody ,@forms))
+              (setq ,tail (cdr ,tail))
+              (go next)
+            end)
+           (let ((,var nil))
+             (declare (ignorable ,var))
+             ,result))))))
 
 (defmacro dotimes ((var count &optional result) &body body)
   (multiple-value-bind (decls forms) (%split-body body)
-   (let ((n (gensym "N")))
-    `(block nil
-       (let ((,n ,count) (,var 0))
-         ,@decls
-         (tagbody
-          next
-            (if (>= ,var ,n) (go end))
-            (tagbody ,@forms)
-            (setq ,var (1+ ,var))
-            (go next)
-          end)
-         ,result)))))
+    (let ((n (gensym "N")))
+      `(block nil
+         (let ((,n ,count) (,var 0))
+           ,@decls
+           (tagbody
+            next
+              (if (>= ,var ,n) (go end))
+              (tagbody ,@forms)
+              (setq ,var (1+ ,var))
+              (go next)
+            end)
+           ,result)))))
 
 (defun %do-expand (specs end-clause body sequential)
- (multiple-value-bind (decls forms) (%split-body body)
-  (let ((bindings (mapcar (lambda (s) (if (consp s) (list (car s) (cadr s)) (list s nil))) specs))
-        (steps (apply #'append
-                      (mapcar (lambda (s) (if (and (consp s) (cddr s)) (list (car s) (caddr s)) nil))
-                              specs)))
-        (top (gensym "TOP")))
-    `(block nil
-       (,(if sequential 'let* 'let) ,bindings
-        ,@decls
-        (tagbody
-         ,top
-           (if ,(car end-clause) (return-from nil (progn ,@(cdr end-clause))))
-           (tagbody ,@forms)
-           (,(if sequential 'setq 'psetq) ,@steps)
-           (go ,top)))))))
+  (multiple-value-bind (decls forms) (%split-body body)
+    (let ((bindings (mapcar (lambda (s) (if (consp s) (list (car s) (cadr s)) (list s nil))) specs))
+          (steps (apply #'append
+                        (mapcar (lambda (s)
+                                  (if (and (consp s) (cddr s)) (list (car s) (caddr s)) nil))
+                                specs)))
+          (top (gensym "TOP")))
+      `(block nil
+         (,(if sequential 'let* 'let) ,bindings
+          ,@decls
+          (tagbody
+           ,top
+             (if ,(car end-clause) (return-from nil (progn ,@(cdr end-clause))))
+             (tagbody ,@forms)
+             (,(if sequential 'setq 'psetq) ,@steps)
+             (go ,top)))))))
 
 (defmacro do (specs end-clause &body body)
   (%do-expand specs end-clause body nil))
