@@ -1,6 +1,7 @@
 // Session: prelude loading, files and strings evaluated form by form.
 #include "lisp/session.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +17,11 @@ Session::Session(const Limits& limits) {
 }
 
 bool Session::load_file(const std::string& path, std::string* io_error) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    if (io_error) *io_error = path + " is a directory, not a run file";
+    return false;
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     if (io_error) *io_error = "cannot read " + path;

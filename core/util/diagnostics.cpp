@@ -62,17 +62,46 @@ static const char* severity_name(Severity s) {
   return "error";
 }
 
+// Byte offset of character column `col` (1-based) in `text`.
+static size_t byte_of_column(std::string_view text, uint32_t col) {
+  uint32_t c = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (is_utf8_continuation(static_cast<unsigned char>(text[i]))) continue;
+    if (c == col) return i;
+    ++c;
+  }
+  return text.size();
+}
+
 static void render_location(const SourceMap& sources, Span span, std::string& out) {
   if (!span.valid()) return;
   const SourceFile& f = sources.file(span.file);
   std::string_view text = f.line_text(span.line);
+  // A very long line (generated or minified code) is shown as a window of
+  // it around the position, so one diagnostic never floods the terminal.
+  constexpr uint32_t kWindow = 120;
+  uint32_t first_col = 1;
+  bool cut_left = false, cut_right = false;
+  if (text.size() > kWindow) {
+    if (span.col > kWindow / 2) {
+      first_col = span.col - kWindow / 2;
+      cut_left = true;
+    }
+    size_t begin = byte_of_column(text, first_col);
+    size_t end = byte_of_column(text, first_col + kWindow);
+    cut_right = end < text.size();
+    text = text.substr(begin, end - begin);
+  }
   std::string lineno = std::to_string(span.line);
   out += "  " + lineno + " | ";
+  if (cut_left) out += "...";
   out += text;
+  if (cut_right) out += "...";
   out += '\n';
   out += std::string(lineno.size() + 2, ' ') + " | ";
+  if (cut_left) out += "   ";
   // Tabs in the source line are kept so the caret lines up under them.
-  uint32_t col = 1;
+  uint32_t col = first_col;
   size_t i = 0;
   for (; col < span.col && i < text.size(); ++i) {
     if (is_utf8_continuation(static_cast<unsigned char>(text[i]))) continue;
@@ -81,6 +110,7 @@ static void render_location(const SourceMap& sources, Span span, std::string& ou
   }
   uint32_t width = 1;
   if (span.end_line == span.line && span.end_col > span.col) width = span.end_col - span.col;
+  width = std::min(width, kWindow);
   out += '^';
   if (width > 1) out += std::string(width - 1, '~');
   out += '\n';

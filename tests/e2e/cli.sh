@@ -37,6 +37,9 @@ expect unknown-flag 2 $?
 "$BIN" check "$TMP/missing.lisp" >"$TMP/out" 2>&1
 expect missing-file 2 $?
 
+"$BIN" check "$TMP" >"$TMP/out" 2>&1
+expect directory-not-a-file 2 $? "is a directory" "$TMP/out"
+
 "$BIN" check "$SRC/examples/lisp-tour.lisp" >"$TMP/out" 2>"$TMP/err"
 expect check-clean 0 $?
 [ -s "$TMP/out" ] && { echo "FAIL check-clean printed on stdout"; fail=$((fail + 1)); }

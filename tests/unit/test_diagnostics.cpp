@@ -64,3 +64,23 @@ TEST_CASE("severity follows the code's letter", "[diagnostics]") {
   CHECK(sink.error_count() == 1);
   CHECK(sink.warning_count() == 1);
 }
+
+TEST_CASE("a very long line is shown as a window around the position", "[diagnostics]") {
+  SourceMap sources;
+  std::string line = "(list " + std::string(5000, 'a') + " oops " + std::string(5000, 'b') + ")";
+  uint32_t id = sources.add("long.lisp", line + "\n");
+  uint32_t col = uint32_t(line.find("oops")) + 1;
+  Diagnostic d;
+  d.code = "E-UNBOUND";
+  d.span = Span{id, 1, col, 1, col + 4};
+  d.message = "the variable 'oops' is unbound";
+  std::string out = render_human(sources, d, false);
+  CHECK(out.size() < 400);
+  CHECK(out.find("oops") != std::string::npos);
+  // The caret sits under the 'o' of oops in the window.
+  size_t src_line = out.find("  1 | ");
+  size_t caret_line = out.find('\n', src_line) + 1;
+  size_t oops_at = out.find("oops", src_line) - src_line;
+  size_t caret_at = out.find('^', caret_line) - caret_line;
+  CHECK(oops_at == caret_at);
+}
