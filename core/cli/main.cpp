@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     cli::add_check(app, exit_code);
     cli::add_eval(app, exit_code);
+    cli::add_docs(app, exit_code);
 #ifdef SEXPGPU_HAVE_FMT
     cli::add_fmt(app, exit_code);
 #endif

@@ -25,5 +25,6 @@ bool use_color_stdout();
 void add_check(CLI::App& app, int& exit_code);
 void add_eval(CLI::App& app, int& exit_code);
 void add_fmt(CLI::App& app, int& exit_code);
+void add_docs(CLI::App& app, int& exit_code);
 
 }  // namespace sexpgpu::cli

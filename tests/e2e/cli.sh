@@ -106,5 +106,17 @@ expect fmt-check-clean 0 $?
 "$BIN" fmt --stdout "$TMP/fmt.lisp" >"$TMP/out" 2>&1
 expect fmt-stdout 0 $? "^\(defun f \(x\)" "$TMP/out"
 
+"$BIN" docs E-STACK >"$TMP/out" 2>&1
+expect docs-code 0 $? "^## E-STACK" "$TMP/out"
+"$BIN" docs lisp >"$TMP/out" 2>&1
+expect docs-page 0 $?
+cmp -s "$TMP/out" "$SRC/docs/lisp.md" || { echo "FAIL docs-page differs from docs/lisp.md"; fail=$((fail + 1)); }
+"$BIN" docs --list >"$TMP/out" 2>&1
+expect docs-list 0 $? "\(errors.md\)" "$TMP/out"
+"$BIN" docs no-such-page >"$TMP/out" 2>&1
+expect docs-unknown 2 $? "no page" "$TMP/out"
+"$BIN" docs E-NO-SUCH-CODE >"$TMP/out" 2>&1
+expect docs-unknown-code 2 $? "no diagnostic code" "$TMP/out"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
