@@ -162,7 +162,15 @@ Value let_common(Interp& in, Value form, Env* env, bool sequential) {
   Env* e = new_env(in, env);
   SpecialScope scope(in);
   std::vector<std::pair<Symbol*, Value>> pending;
-  for (Value b = bindings; b.is_cons(); b = b.cons()->cdr) {
+  // In let*, a local (declare (special x)) applies to the last binding of x only.
+  std::vector<Symbol*> names;
+  if (sequential && !specials.empty())
+    for (Value b = bindings; b.is_cons(); b = b.cons()->cdr)
+      if (Value n = car(b).is_cons() ? car(car(b)) : car(b); n.is_symbol()) names.push_back(n.sym());
+      else names.push_back(nullptr);  // malformed: reported when it is reached
+  const std::vector<Symbol*> no_specials;
+  size_t index = 0;
+  for (Value b = bindings; b.is_cons(); b = b.cons()->cdr, ++index) {
     Value spec = b.cons()->car;
     Symbol* s;
     Value v = in.nil();
@@ -179,7 +187,9 @@ Value let_common(Interp& in, Value form, Env* env, bool sequential) {
     } else {
       bad_form(in, op, "the binding " + in.show(spec) + " is not a symbol or (symbol value)");
     }
-    if (sequential) bind_variable(in, e, s, v, specials);
+    bool rebound_later =
+        std::find(names.begin() + long(std::min(index + 1, names.size())), names.end(), s) != names.end();
+    if (sequential) bind_variable(in, e, s, v, rebound_later ? no_specials : specials);
     else pending.emplace_back(s, v);
   }
   for (size_t i = 0; i < pending.size(); ++i)

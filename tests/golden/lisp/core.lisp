@@ -103,3 +103,8 @@
 ;!E-ARITY
 (count 'a '(a b a) :bad t :allow-other-keys t :allow-other-keys nil)
 ;=> 2
+(defun %read-x () (symbol-value 'x))
+(handler-case (let* ((x 1) (x (1+ (%read-x)))) (declare (special x)) x) (unbound-variable () :unbound))
+;=> :unbound
+(let* ((x 1) (y (1+ x))) (declare (special y)) (list x y))
+;=> (1 2)
