@@ -438,6 +438,9 @@ std::u32string utf8_to_u32(std::string_view s);
 std::string u32_to_utf8(std::u32string_view s);
 std::string upcase_ascii(std::string_view s);
 
+// How messages name a function: "'name'" or "an anonymous function".
+std::string describe_function(Interp& in, Function* f);
+
 // Register every builtin family (each builtins_*.cpp has one of these).
 void register_special_forms(Interp& in);
 void register_core_builtins(Interp& in);
