@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "cli/verbs.h"
+#include "sexpgpu/plugin.h"
+#include "host/plugin_host.h"
 #include "util/big_stack.h"
 
 #ifndef SEXPGPU_VERSION
@@ -34,6 +36,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(0, 1);
     bool version = false;
     app.add_flag("--version", version, "print the version, the plugin ABI version and the IR version");
+    bool include_dir = false;
+    app.add_flag("--include-dir", include_dir, "print the directory holding sexpgpu/plugin.h, for plugin authors");
     int exit_code = 0;
     cli::add_check(app, exit_code);
     cli::add_eval(app, exit_code);
@@ -41,6 +45,7 @@ int main(int argc, char** argv) {
 #ifdef SEXPGPU_HAVE_FMT
     cli::add_fmt(app, exit_code);
 #endif
+    cli::add_doctor(app, exit_code);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -55,7 +60,18 @@ int main(int argc, char** argv) {
       return 70;
     }
     if (version) {
-      std::cout << "sexpgpu " SEXPGPU_VERSION " (plugin ABI 1.0, IR 1)\n";
+      // The IR's JSON version arrives with the IR; 1 is the first.
+      std::cout << "sexpgpu " SEXPGPU_VERSION " (plugin ABI " << SG_ABI_MAJOR << "." << SG_ABI_MINOR
+                << ", IR 1)\n";
+      return 0;
+    }
+    if (include_dir) {
+      std::string dir = host::include_dir();
+      if (dir.empty()) {
+        std::cerr << "sexpgpu: sexpgpu/plugin.h is not installed beside this binary\n";
+        return 3;
+      }
+      std::cout << dir << "\n";
       return 0;
     }
     if (app.get_subcommands().empty()) {

@@ -9,7 +9,7 @@
 
 namespace sexpgpu::cli {
 
-enum Exit { kOk = 0, kFileErrors = 1, kUsage = 2 };
+enum Exit { kOk = 0, kFileErrors = 1, kUsage = 2, kCannotRun = 5 };
 
 // The evaluation-limit flags every verb that reads a run file takes.
 struct LimitFlags {
@@ -25,6 +25,7 @@ bool use_color_stdout();
 void add_check(CLI::App& app, int& exit_code);
 void add_eval(CLI::App& app, int& exit_code);
 void add_fmt(CLI::App& app, int& exit_code);
+void add_doctor(CLI::App& app, int& exit_code);
 void add_docs(CLI::App& app, int& exit_code);
 
 }  // namespace sexpgpu::cli

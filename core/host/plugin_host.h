@@ -1,0 +1,109 @@
+// The plugin host: finds libsexpgpu-*.so files on the search path, loads
+// them with Boost.DLL, calls their entry point with the host table and
+// records each one as loaded or not, with the reason (spec: plugins.md).
+// A bad plugin never stops the core: every load and call is behind an
+// exception firewall, and the reason is kept for `sexpgpu doctor`.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sexpgpu/plugin.h"
+
+namespace sexpgpu::host {
+
+// One directory of the search path and where it came from.
+struct SearchDir {
+  std::string dir;
+  std::string source;  // "SEXPGPU_PLUGIN_PATH", "build tree", "installed"
+};
+
+// What the host learned about one plugin file.
+struct PluginRecord {
+  std::string name;     // from the plugin; from the file name when it did not load
+  std::string path;     // the file
+  std::string kind;     // "device", "sink", "reducer"; "" when unknown
+  std::string version;  // the plugin's own version; "" when unknown
+  std::string abi;      // "MAJOR.MINOR" the plugin was built with; "" when unknown
+  bool loaded = false;
+  std::string reason;                 // why not loaded; "" when loaded
+  const sg_plugin* plugin = nullptr;  // valid while the host lives, when loaded
+};
+
+// The search path: each dir of SEXPGPU_PLUGIN_PATH, then the build tree's
+// plugins/ (when this executable lives in the build tree), then
+// <prefix>/lib/sexpgpu/plugins relative to the executable.
+std::vector<SearchDir> default_search_path();
+
+// The running executable's path ("" if unknown).
+std::string executable_path();
+
+// The directory holding sexpgpu/plugin.h: <prefix>/include when installed,
+// the source tree's core/include in a build tree; "" if neither exists.
+std::string include_dir();
+
+// The log callback's destination: the plugin's name (or file, before its
+// entry returned) and the message. The default writes warnings and errors
+// to standard error as "sexpgpu: plugin NAME: message".
+using LogFn = std::function<void(sg_log_level, const std::string& plugin, const std::string&)>;
+
+class PluginHost {
+ public:
+  // Searches `path` in order and loads every plugin found.
+  explicit PluginHost(std::vector<SearchDir> path);
+  ~PluginHost();
+  PluginHost(const PluginHost&) = delete;
+  PluginHost& operator=(const PluginHost&) = delete;
+
+  const std::vector<SearchDir>& search_path() const { return path_; }
+  const std::vector<PluginRecord>& plugins() const { return records_; }
+
+  // The loaded plugin of that name, or nullptr.
+  const PluginRecord* find(const std::string& name) const;
+  // Its table, when loaded and of that kind; else nullptr.
+  const sg_sink_api* sink(const std::string& name) const;
+  const sg_reducer_api* reducer(const std::string& name) const;
+  const sg_device_api* device(const std::string& name) const;
+
+  // The services plugins see through sg_host_api (each plugin gets its own
+  // table, whose host_data names it in the log).
+  void set_run_dir(std::string dir) { run_dir_ = std::move(dir); }
+  void cancel() { cancelled_ = true; }
+  void set_log(LogFn log) { log_ = std::move(log); }
+
+ private:
+  struct Library;  // a loaded shared object, kept open while the host lives
+  void scan(const SearchDir& dir);
+  void load(const std::string& file);
+  static void fill_host_api(sg_host_api& api, Library* lib);
+  static std::string open_library(Library& lib, const std::string& file);
+  static std::string call_entry(Library& lib, const sg_plugin** out);
+  static void log_cb(void* lib, sg_log_level level, const char* msg, size_t len);
+  static void run_dir_cb(void* lib, const char** out_dir, size_t* out_len);
+  static int cancelled_cb(void* lib);
+
+  std::vector<SearchDir> path_;
+  std::vector<PluginRecord> records_;
+  std::vector<std::unique_ptr<Library>> libraries_;
+  std::string run_dir_;
+  std::atomic<bool> cancelled_{false};
+  LogFn log_;
+};
+
+// "message" of an error returned through `table` (any api with the error
+// functions), and frees the error. Survives a misbehaving plugin.
+template <class Api>
+std::string take_error(const Api* table, sg_error* err) {
+  if (!err) return "";
+  const char* msg = nullptr;
+  size_t len = 0;
+  if (table->error_message) table->error_message(err, &msg, &len);
+  std::string out = msg ? std::string(msg, len) : "unknown plugin error";
+  if (table->error_destroy) table->error_destroy(err);
+  return out;
+}
+
+}  // namespace sexpgpu::host
