@@ -347,39 +347,34 @@ void Interp::fail(const char* code, std::string message, std::string fix) {
   fail_at(current_span(), code, std::move(message), std::move(fix));
 }
 
-void Interp::type_error(Value v, std::string_view expected, std::string_view where) {
-  std::string shown = show(v);
-  if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
-  std::string msg = std::string(where) + ": " + shown + " is not " + std::string(expected);
+// Throws `code` at the current span with a condition of CL type `ctype`, so
+// handler-case clauses for that type catch it.
+[[noreturn]] static void raise_with_condition(Interp& in, const char* code, const char* ctype,
+                                              std::string message) {
   LispError e;
-  e.diag.code = "E-TYPE";
-  e.diag.span = current_span();
-  e.diag.message = msg;
-  Condition* c = alloc<Condition>();
-  c->type = sym("TYPE-ERROR");
-  c->code = "E-TYPE";
-  c->message = msg;
-  c->format_control = nil_;
-  c->format_args = nil_;
+  e.diag.code = code;
+  e.diag.span = in.current_span();
+  e.diag.message = message;
+  Condition* c = in.alloc<Condition>();
+  c->type = in.sym(ctype);
+  c->code = code;
+  c->message = std::move(message);
+  c->format_control = in.nil();
+  c->format_args = in.nil();
   c->span = e.diag.span;
   e.condition = Value::object(Kind::Condition, c);
   throw e;
 }
 
+void Interp::type_error(Value v, std::string_view expected, std::string_view where) {
+  std::string shown = show(v);
+  if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
+  raise_with_condition(*this, "E-TYPE", "TYPE-ERROR",
+                       std::string(where) + ": " + shown + " is not " + std::string(expected));
+}
+
 void Interp::program_error(std::string message) {
-  LispError e;
-  e.diag.code = "E-TYPE";
-  e.diag.span = current_span();
-  e.diag.message = message;
-  Condition* c = alloc<Condition>();
-  c->type = sym("PROGRAM-ERROR");
-  c->code = "E-TYPE";
-  c->message = std::move(message);
-  c->format_control = nil_;
-  c->format_args = nil_;
-  c->span = e.diag.span;
-  e.condition = Value::object(Kind::Condition, c);
-  throw e;
+  raise_with_condition(*this, "E-TYPE", "PROGRAM-ERROR", std::move(message));
 }
 
 void Interp::warn(const char* code, std::string message, std::string fix) {
