@@ -42,9 +42,7 @@ int main(int argc, char** argv) {
     cli::add_check(app, exit_code);
     cli::add_eval(app, exit_code);
     cli::add_docs(app, exit_code);
-#ifdef SEXPGPU_HAVE_FMT
     cli::add_fmt(app, exit_code);
-#endif
     cli::add_doctor(app, exit_code);
     try {
       app.parse(argc, argv);
