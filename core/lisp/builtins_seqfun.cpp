@@ -213,6 +213,7 @@ Value make_sequence(Interp& in, Value* args, int nargs) {
   ResultType rt = result_type(in, args[0], "make-sequence");
   if (!args[1].is_int() || args[1].i < 0)
     in.type_error(args[1], "a non-negative integer size", "make-sequence");
+  in.check_alloc(uint64_t(args[1].i), sizeof(Value), "make-sequence");
   Value fill = present[0]                 ? o[0]
                : rt.kind == RKind::String ? Value::character(0)
                : rt.kind == RKind::Vector ? Value::integer(0)

@@ -265,9 +265,7 @@ void register_access(Interp& in) {
     in.parse_keys(args, nargs, 1, {"INITIAL-ELEMENT", "ELEMENT-TYPE"}, k, given);
     // SBCL fills with code 0 when no initial element is given.
     char32_t fill = given[0] ? in.arg_char(k[0], "make-string") : U'\0';
-    if (uint64_t(args[0].i) > in.limits.heap_bytes / sizeof(char32_t))
-      in.fail("E-EVAL-LIMIT", "make-string: " + std::to_string(args[0].i) +
-                                  " characters exceed the compile-time heap");
+    in.check_alloc(uint64_t(args[0].i), sizeof(char32_t), "make-string");
     return in.make_string(std::u32string(size_t(args[0].i), fill));
   });
 }

@@ -123,6 +123,7 @@ Value make_array(Interp& in, Value* args, int nargs) {
                  "FILL-POINTER", "DISPLACED-TO", "DISPLACED-INDEX-OFFSET"},
                 o, present);
   size_t n = dimension(in, args[0], "make-array");
+  in.check_alloc(n, sizeof(Value), "make-array");
   if (o[kDisplacedTo].truthy())
     in.fail("E-UNSUPPORTED", "make-array: displaced arrays are not supported", "copy with subseq");
   if (present[kInitialElement] && present[kInitialContents])
@@ -151,6 +152,7 @@ Value adjust_array(Interp& in, Value* args, int nargs) {
                 o, present);
   Value a = check_array(in, args[0], "adjust-array");
   size_t n = dimension(in, args[1], "adjust-array");
+  in.check_alloc(n, sizeof(Value), "adjust-array");
   if (o[kDisplacedTo].truthy())
     in.fail("E-UNSUPPORTED", "adjust-array: displaced arrays are not supported",
             "copy with subseq");

@@ -709,6 +709,15 @@ Value Interp::apply(Value fnv, Value* args, int nargs) {
 
 // ---- top level ------------------------------------------------------------------------
 
+void Interp::report_out_of_memory() {
+  Diagnostic d;
+  d.code = "E-EVAL-LIMIT";
+  d.span = current_span();
+  d.message = "compile-time evaluation ran out of memory";
+  d.fix = "a size computed by the file is too large";
+  sink.report(d);
+}
+
 bool Interp::eval_toplevel(Value form, Value* result, const Span* where) {
   size_t mark = special_stack.size();
   // An atom at top level has no cons to carry its position: give it one.
@@ -739,6 +748,15 @@ bool Interp::eval_toplevel(Value form, Value* result, const Span* where) {
         poisoned.push_back(name.sym());
     }
     if (!suppressed) sink.report(std::move(e.diag));
+    return false;
+  } catch (const std::bad_alloc&) {
+    // A size the file chose that no check caught: still a diagnostic.
+    unbind_specials(mark);
+    report_out_of_memory();
+    return false;
+  } catch (const std::length_error&) {
+    unbind_specials(mark);
+    report_out_of_memory();
     return false;
   } catch (BlockExit&) {
   } catch (GoExit&) {

@@ -219,6 +219,16 @@ class Interp {
   }
   uint64_t heap_bytes() const { return heap_bytes_; }
   void reset_heap_accounting() { heap_bytes_ = 0; }
+  // Before allocating `count` elements of `elem_bytes` for a size the user
+  // chose: E-EVAL-LIMIT instead of touching gigabytes first.
+  void check_alloc(uint64_t count, size_t elem_bytes, std::string_view what) {
+    uint64_t left = limits.heap_bytes > heap_bytes_ ? limits.heap_bytes - heap_bytes_ : 0;
+    if (count > left / elem_bytes)
+      fail("E-EVAL-LIMIT", std::string(what) + ": " + std::to_string(count) +
+                               " elements exceed the compile-time heap (" +
+                               std::to_string(limits.heap_bytes) + " bytes)",
+           "raise it with --eval-heap BYTES if the file really needs more");
+  }
 
   // Conses are most of the heap: they come from a bump arena, without the
   // per-object list (their destructor is trivial but for the vtable).
@@ -408,6 +418,7 @@ class Interp {
   std::vector<Span> spans_;
   char* stack_base_ = nullptr;
   [[noreturn]] void limit_reached_steps();
+  void report_out_of_memory();
 
   Value eval_cons(Value form, Env* env);
   Value apply_closure(Function* f, Value* args, int nargs);

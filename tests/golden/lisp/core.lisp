@@ -108,3 +108,16 @@
 ;=> :unbound
 (let* ((x 1) (y (1+ x))) (declare (special y)) (list x y))
 ;=> (1 2)
+;;; Sizes the file chooses are checked against the heap before allocating.
+(make-array 1000000000)
+;!E-EVAL-LIMIT
+(make-array 100000000000000)
+;!E-EVAL-LIMIT
+(make-sequence 'list 1000000000)
+;!E-EVAL-LIMIT
+(adjust-array (make-array 1 :adjustable t) 2000000000)
+;!E-EVAL-LIMIT
+(make-string 1000000000)
+;!E-EVAL-LIMIT
+(length (make-array 1000))
+;=> 1000
