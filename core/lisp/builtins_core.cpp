@@ -102,7 +102,7 @@ static bool in_range(Interp& in, Value v, Value spec, const char* what) {
     if (is_sym(bound, "*")) return true;
     bool exclusive = bound.is_cons();
     Value b = exclusive ? car_of(bound) : bound;
-    if (!b.is_number()) return true;
+    if (!b.is_number()) in.fail("E-TYPE", "bad bound " + in.show(bound) + " in the type specifier");
     double bv = b.is_int() ? double(b.i) : b.f;
     if (lower) return exclusive ? x > bv : x >= bv;
     return exclusive ? x < bv : x <= bv;
@@ -187,6 +187,9 @@ bool typep(Interp& in, Value v, Value type) {
         break;
       case 'D':
         if (n == "DOUBLE-FLOAT") return v.is_float();
+        break;
+      case 'E':
+        if (n == "EXTENDED-CHAR") return v.is_char() && v.ch >= 128;
         break;
       case 'F':
         if (n == "FIXNUM") return v.is_int();
@@ -289,7 +292,14 @@ bool typep(Interp& in, Value v, Value type) {
         op == "ARRAY" || op == "SIMPLE-ARRAY") {
       Value base = Interp::symval(car_of(type).sym());
       if (op == "SIMPLE-ARRAY" || op == "ARRAY") base = in.sym("VECTOR");
-      return typep(in, v, base);
+      if (!typep(in, v, base)) return false;
+      // The size: (string n), (simple-vector n), (vector type n), (array type (n)).
+      bool size_first = op == "STRING" || op == "SIMPLE-STRING" || op == "SIMPLE-VECTOR";
+      Value size = size_first ? car_of(args) : car_of(cdr_of(args));
+      if (size.is_cons()) size = car_of(size);
+      if (!(size_first ? args : cdr_of(args)).is_cons() || !size.is_int()) return true;
+      size_t length = v.is_string() ? v.str()->size() : v.vec()->size();
+      return int64_t(length) == size.i;
     }
     if (op == "VALUES") return true;
   }
@@ -307,7 +317,7 @@ static const char* kTypeParents[][2] = {
     {"CONS", "LIST"},           {"LIST", "SEQUENCE"},          {"SIMPLE-STRING", "STRING"},
     {"STRING", "VECTOR"},       {"SIMPLE-VECTOR", "VECTOR"},   {"VECTOR", "ARRAY"},
     {"VECTOR", "SEQUENCE"},     {"ARRAY", "ATOM"},             {"STANDARD-CHAR", "BASE-CHAR"},
-    {"BASE-CHAR", "CHARACTER"}, {"CHARACTER", "ATOM"},         {"HASH-TABLE", "ATOM"},
+    {"BASE-CHAR", "CHARACTER"}, {"EXTENDED-CHAR", "CHARACTER"}, {"CHARACTER", "ATOM"},         {"HASH-TABLE", "ATOM"},
     {"COMPILED-FUNCTION", "FUNCTION"}, {"FUNCTION", "ATOM"},   {"SEQUENCE", "T"},
     {"ATOM", "T"},
 };
@@ -335,7 +345,9 @@ static Value type_of(Interp& in, Value v) {
       if (v.i == 0 || v.i == 1) return in.sym("BIT");
       return in.sym("FIXNUM");
     case Kind::Float: return in.sym("DOUBLE-FLOAT");
-    case Kind::Char: return in.sym(v.ch < 127 && v.ch >= 32 ? "STANDARD-CHAR" : "CHARACTER");
+    case Kind::Char:
+      if ((v.ch >= 32 && v.ch < 127) || v.ch == '\n') return in.sym("STANDARD-CHAR");
+      return in.sym(v.ch < 128 ? "BASE-CHAR" : "EXTENDED-CHAR");
     case Kind::Symbol:
       if (v.is_nil()) return in.sym("NULL");
       if (v.sym() == in.T) return in.sym("BOOLEAN");
@@ -576,7 +588,7 @@ void register_core_builtins(Interp& in) {
       if (car_of(p) == args[1]) {
         if (prev.is_nil()) s->plist = cdr_of(cdr_of(p));
         else cdr_of(prev).cons()->cdr = cdr_of(cdr_of(p));
-        return in.t();
+        return p;  // the plist tail from the removed indicator, as SBCL returns
       }
       prev = p;
     }
@@ -621,12 +633,23 @@ void register_core_builtins(Interp& in) {
     bool existed = in.has_symbol(name);
     return in.values2(in.sym(name), existed ? in.sym_kw("INTERNAL") : in.nil());
   });
-  SG_BUILTIN(in, "GENSYM", 0, 1, "a fresh uninterned symbol G<n>", {
+  {
+    Cell& counter = in.intern("*GENSYM-COUNTER*")->cell;
+    counter.value = Value::integer(1);
+    counter.has_value = true;
+    counter.special = true;
+    counter.value_origin = kBuiltin;
+  }
+  SG_BUILTIN(in, "GENSYM", 0, 1, "a fresh uninterned symbol G<n>, n from *gensym-counter*", {
     std::string prefix = "G";
-    if (nargs > 0 && args[0].is_string()) prefix = u32_to_utf8(args[0].str()->chars);
-    if (nargs > 0 && args[0].is_int())
+    if (nargs > 0 && args[0].is_string()) {
+      prefix = u32_to_utf8(args[0].str()->chars);
+    } else if (nargs > 0 && args[0].is_int() && args[0].i >= 0) {
       return Interp::symval(in.make_symbol(prefix + std::to_string(args[0].i)));
-    return Interp::symval(in.make_symbol(prefix + std::to_string(in.gensym_counter++)));
+    } else if (nargs > 0) {
+      in.type_error(args[0], "a string or a non-negative integer", "gensym");
+    }
+    return Interp::symval(in.make_symbol(prefix + std::to_string(in.next_gensym_number())));
   });
   SG_BUILTIN(in, "GENTEMP", 0, 1, "a fresh interned symbol T<n>", {
     std::string prefix = "T";

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "lisp/builtins.h"
+#include "lisp/chars.h"
 #include "lisp/numbers.h"
 
 namespace sexpgpu::lisp {
@@ -221,14 +222,6 @@ static bool whitespace(char32_t c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
 }
 
-static int digit_weight(char32_t c, int radix) {
-  int w = c >= '0' && c <= '9'   ? int(c - '0')
-          : c >= 'a' && c <= 'z' ? int(c - 'a') + 10
-          : c >= 'A' && c <= 'Z' ? int(c - 'A') + 10
-                                 : 99;
-  return w < radix ? w : -1;
-}
-
 static size_t bound_index(Interp& in, Value v, size_t dflt, size_t len, const char* what) {
   if (v.is_nil()) return dflt;
   if (!v.is_int() || v.i < 0 || size_t(v.i) > len)
@@ -265,7 +258,7 @@ static Value parse_integer(Interp& in, Value* args, int nargs) {
   bool found = false;
   int64_t acc = 0;  // accumulated with the sign, so most-negative-fixnum parses
   for (; i < end; ++i) {
-    int w = digit_weight(str[i], radix);
+    int w = digit_weight(str[i], radix);  // chars.h: Unicode decimal digits too, like SBCL
     if (w >= 0) {
       if (__builtin_mul_overflow(acc, int64_t(radix), &acc) ||
           __builtin_add_overflow(acc, negative ? -w : w, &acc))

@@ -255,8 +255,12 @@ void register_access(Interp& in) {
   });
   SG_BUILTIN(in, "CHAR", 2, 2, "the character at an index of a string",
              { return char_at(in, args, "CHAR"); });
-  SG_BUILTIN(in, "SCHAR", 2, 2, "the character at an index of a simple string",
-             { return char_at(in, args, "SCHAR"); });
+  SG_BUILTIN(in, "SCHAR", 2, 2, "the character at an index of a simple string", {
+    // Like SBCL: a string with a fill pointer or adjustable is not a simple-string.
+    if (args[0].is_string() && (args[0].str()->fill_pointer >= 0 || args[0].str()->adjustable))
+      in.type_error(args[0], "a simple string", "schar");
+    return char_at(in, args, "SCHAR");
+  });
   SG_BUILTIN(in, "MAKE-STRING", 1, -1, "a string of a length (:initial-element, :element-type)", {
     if (!args[0].is_int() || args[0].i < 0)
       in.type_error(args[0], "a non-negative integer", "make-string");

@@ -205,6 +205,15 @@ void Interp::check_native_stack() {
   }
 }
 
+int64_t Interp::next_gensym_number() {
+  Cell* c = vcell(intern("*GENSYM-COUNTER*"));
+  if (!c->has_value || !c->value.is_int() || c->value.i < 0)
+    type_error(c->has_value ? c->value : nil_, "a non-negative integer", "*gensym-counter*");
+  int64_t n = c->value.i;
+  c->value = Value::integer(n + 1);
+  return n;
+}
+
 // ---- symbols -------------------------------------------------------------------
 
 Symbol* Interp::intern(std::string_view name) {

@@ -342,7 +342,9 @@ class Interp {
     if (++steps > limits.steps) limit_reached_steps();
   }
   void check_native_stack();
-  uint64_t gensym_counter = 1;
+  uint64_t gensym_counter = 1;  // gentemp's; gensym's is *gensym-counter*
+  // The next value of *gensym-counter* (a special variable, as in CL).
+  int64_t next_gensym_number();
   uint64_t random_state = 0x853c49e6748fea9bULL;
 
   // Per-module state, see modules.cpp.

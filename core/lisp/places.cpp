@@ -13,7 +13,7 @@ struct Expansion {
 };
 
 Value gensym(Interp& in, const char* prefix) {
-  return Interp::symval(in.make_symbol(prefix + std::to_string(in.gensym_counter++)));
+  return Interp::symval(in.make_symbol(prefix + std::to_string(in.next_gensym_number())));
 }
 
 // Accessors whose writer is a %set-* builtin taking (args... new-value).

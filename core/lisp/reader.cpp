@@ -473,12 +473,15 @@ Value Reader::read_dispatch(size_t start, uint32_t* span_out) {
       break;
     }
     case ':': {
+      // The name reads as a symbol token does (escapes, |...|); the symbol
+      // made is a fresh uninterned one of that name.
       size_t ts = pos_;
-      while (pos_ < text_.size() && !is_whitespace(text_[pos_]) && !is_terminating(text_[pos_]))
-        ++pos_;
-      std::string_view tok(text_.data() + ts, pos_ - ts);
-      if (tok.empty()) error(start, "#: needs a symbol name");
-      result = Interp::symval(in_.make_symbol(upcase_ascii(tok)));
+      if (pos_ >= text_.size() || is_whitespace(text_[pos_]) || is_terminating(text_[pos_]))
+        error(start, "#: needs a symbol name");
+      Value token = read_token_or_number(ts);
+      std::string name = token.is_symbol() ? token.sym()->name
+                                           : upcase_ascii(std::string_view(text_.data() + ts, pos_ - ts));
+      result = Interp::symval(in_.make_symbol(name));
       break;
     }
     case '|':

@@ -261,8 +261,13 @@ def symbols_of(form):
 KNOWN_OPS = set(DEFAULT_OPS)
 
 
+# The suite names the tests of + - * by words (plus.1, minus.3, subtract.1, times.2).
+OP_ALIASES = {"plus": "+", "minus": "-", "subtract": "-", "times": "*"}
+
+
 def operator_of(name):
     op = name.lower().split(".")[0]
+    op = OP_ALIASES.get(op, op)
     m = re.match(r"^(loop)\d+$", op)
     if m:
         op = m.group(1)

@@ -121,3 +121,18 @@
 ;!E-EVAL-LIMIT
 (length (make-array 1000))
 ;=> 1000
+;;; Symbols and types, as SBCL.
+(symbol-name '#:|abc|)
+;=> "abc"
+(let ((s (make-symbol "x"))) (setf (get s 'a) 1) (remprop s 'a))
+;=> (a 1)
+(let ((*gensym-counter* 5)) (symbol-name (gensym)))
+;=> "G5"
+(gensym -1)
+;!E-TYPE
+(list (typep "abc" '(string 4)) (typep "abc" '(string 3)) (typep (vector 1 2) '(vector t 2)))
+;=> (nil t t)
+(list (typep #\a 'extended-char) (type-of #\Newline) (type-of #\Tab) (type-of (code-char 955)))
+;=> (nil standard-char base-char extended-char)
+(typep 1 '(integer a b))
+;!E-TYPE

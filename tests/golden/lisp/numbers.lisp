@@ -1096,6 +1096,15 @@
 ;=> :parse-error
 (handler-case (parse-integer "x") (type-error () :type-error) (error () :error))
 ;=> :error
+; Unicode decimal digits count, as in SBCL (digit-char-p agrees)
+(parse-integer "١٢")
+;=> 12
+;=> 2
+(parse-integer "x٣" :start 1)
+;=> 3
+;=> 2
+(parse-integer "١٢" :radix 2)
+;!E-TYPE
 
 ;;; random (seeded; values differ from SBCL's, so only properties are checked)
 (let ((ok t)) (dotimes (i 2000 ok) (let ((r (random 10))) (unless (and (integerp r) (<= 0 r 9)) (setq ok nil)))))

@@ -264,6 +264,15 @@
 ;!E-TYPE
 (char "abc")
 ;!E-ARITY
+;; schar wants a simple string: one with a fill pointer or adjustable is not (SBCL: type-error)
+(schar (make-array 5 :element-type 'character :initial-contents "abcde" :fill-pointer 3) 1)
+;!E-TYPE
+(schar (make-array 3 :element-type 'character :initial-contents "abc" :adjustable t) 0)
+;!E-TYPE
+(schar (make-string 2 :initial-element #\q) 1)
+;=> #\q
+(char (make-array 5 :element-type 'character :initial-contents "abcde" :fill-pointer 3) 4)
+;=> #\e
 ;; make-string
 (make-string 3 :initial-element #\x)
 ;=> "xxx"
