@@ -1,0 +1,120 @@
+// Shape and dtype rules: one function per rule family of ops.h, selected by
+// the op's row in ops.def. Messages name the op and every operand's type;
+// the caller attaches E-SHAPE or E-DTYPE and the form's position.
+#include <string>
+
+#include "ir/ops.h"
+
+namespace sexpgpu::ir {
+
+std::optional<Op> op_by_lisp_name(std::string_view name) {
+  for (const OpInfo& i : kOps)
+    if (!i.lisp_name.empty() && i.lisp_name == name) return i.op;
+  return std::nullopt;
+}
+
+namespace {
+
+using R = Result<TensorType>;
+
+std::string operands(std::span<const TensorType> in) {
+  std::string s;
+  for (const TensorType& t : in) s += (s.empty() ? "" : ", ") + t.to_string();
+  return s;
+}
+
+std::string op_label(Op op) { return "'" + std::string(info(op).lisp_name) + "'"; }
+
+DType float_of(DType d) { return is_float(d) ? d : DType::F32; }
+
+R broadcast2(Op op, const TensorType& a, const TensorType& b, DType result) {
+  std::optional<Shape> s = broadcast_shapes(a.shape, b.shape);
+  if (!s) return R::failure(op_label(op) + ": " + broadcast_error(a, b));
+  return TensorType{result, *s};
+}
+
+R reduce(Op op, const TensorType& x, const OpAttrs& attrs, DType result) {
+  std::optional<std::span<const int64_t>> axes;
+  if (attrs.axes) axes = std::span<const int64_t>(attrs.axes->data(), attrs.axes->size());
+  Result<Shape> s = reduction_shape(x.shape, axes, attrs.keepdims);
+  if (!s) return R::failure(op_label(op) + " of " + x.to_string() + ": " + s.error());
+  return TensorType{result, *s};
+}
+
+// NumPy matmul: a 1-D left operand is a row (dropped after), a 1-D right
+// operand a column (dropped after); leading (batch) dimensions broadcast.
+R matmul(const TensorType& a, const TensorType& b) {
+  std::string both = a.to_string() + " and " + b.to_string();
+  if (a.shape.is_scalar() || b.shape.is_scalar())
+    return R::failure("'matmul' of " + both + ": both operands need at least one dimension");
+  Dims da(a.shape.begin(), a.shape.end()), db(b.shape.begin(), b.shape.end());
+  bool a_vec = da.size() == 1, b_vec = db.size() == 1;
+  if (a_vec) da.insert(da.begin(), 1);
+  if (b_vec) db.push_back(1);
+  int64_t m = da[da.size() - 2], k = da.back(), k2 = db[db.size() - 2], n = db.back();
+  if (k != k2)
+    return R::failure("'matmul' of " + both + ": the contracted dimensions differ (" +
+                      std::to_string(k) + " and " + std::to_string(k2) + ")");
+  Shape batch_a, batch_b;
+  for (size_t i = 0; i + 2 < da.size(); ++i) batch_a.push_back(da[i]);
+  for (size_t i = 0; i + 2 < db.size(); ++i) batch_b.push_back(db[i]);
+  std::optional<Shape> batch = broadcast_shapes(batch_a, batch_b);
+  if (!batch)
+    return R::failure("'matmul' of " + both + ": the batch dimensions " + batch_a.to_string() +
+                      " and " + batch_b.to_string() + " do not broadcast");
+  Shape out = *batch;
+  if (!a_vec) out.push_back(m);
+  if (!b_vec) out.push_back(n);
+  return TensorType{promote(a.dtype, b.dtype), out};
+}
+
+}  // namespace
+
+Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const OpAttrs& attrs) {
+  const OpInfo& oi = info(op);
+  if (oi.arity >= 0 && in.size() != size_t(oi.arity))
+    return R::failure(op_label(op) + " takes " + std::to_string(oi.arity) + " tensor operand" +
+                      (oi.arity == 1 ? "" : "s") + ", given " + std::to_string(in.size()));
+  switch (oi.rule) {
+    case Rule::UnarySame: return in[0];
+    case Rule::UnaryFloat: return TensorType{float_of(in[0].dtype), in[0].shape};
+    case Rule::UnaryBool: return TensorType{DType::Bool, in[0].shape};
+    case Rule::BinaryPromote: return broadcast2(op, in[0], in[1], promote(in[0].dtype, in[1].dtype));
+    case Rule::BinaryFloat:
+      return broadcast2(op, in[0], in[1], float_of(promote(in[0].dtype, in[1].dtype)));
+    case Rule::Compare: return broadcast2(op, in[0], in[1], DType::Bool);
+    case Rule::Where: {
+      if (!is_bool(in[0].dtype))
+        return R::failure("'where': the condition is " + in[0].to_string() +
+                          ", not :bool (compare first, e.g. (> x 0))");
+      R ab = broadcast2(op, in[1], in[2], promote(in[1].dtype, in[2].dtype));
+      if (!ab) return ab;
+      std::optional<Shape> s = broadcast_shapes(in[0].shape, ab->shape);
+      if (!s) return R::failure("'where': the condition " + in[0].to_string() +
+                                " does not broadcast with the values " + ab->to_string());
+      return TensorType{ab->dtype, *s};
+    }
+    case Rule::Clamp:
+      for (size_t i = 1; i < 3; ++i)
+        if (!broadcastable_to(in[i].shape, in[0].shape))
+          return R::failure("'clamp' of " + operands(in) + ": " +
+                            broadcast_to_error(in[i], in[0].shape));
+      return in[0];
+    case Rule::Cast:
+      if (!attrs.dtype) return R::failure("'cast' needs a dtype");
+      return TensorType{*attrs.dtype, in[0].shape};
+    case Rule::ReduceSame:
+      return reduce(op, in[0], attrs,
+                    is_bool(in[0].dtype) && (op == Op::Sum || op == Op::Prod) ? DType::I32
+                                                                              : in[0].dtype);
+    case Rule::ReduceFloat: return reduce(op, in[0], attrs, float_of(in[0].dtype));
+    case Rule::ReduceIndex:
+      if (attrs.axes && attrs.axes->size() > 1)
+        return R::failure(op_label(op) + " of " + in[0].to_string() + ": one axis at most");
+      return reduce(op, in[0], attrs, DType::I32);
+    case Rule::MatMul: return matmul(in[0], in[1]);
+  }
+  return R::failure(op_label(op) + ": no shape rule");  // unreachable: -Werror=switch
+}
+
+}  // namespace sexpgpu::ir
