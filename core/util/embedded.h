@@ -1,0 +1,19 @@
+// Files embedded in the binary at build time (cmake/embed_files.cmake): the
+// prelude, loaded before every file, and the docs, printed by `sexpgpu docs`.
+#pragma once
+
+#include <cstddef>
+
+namespace sexpgpu {
+
+struct EmbeddedFile {
+  const char* name;
+  const char* text;
+};
+
+extern const EmbeddedFile kPreludeFiles[];  // "prelude/prelude.lisp", ... in load order
+extern const size_t kPreludeFiles_count;
+extern const EmbeddedFile kDocPages[];  // "lisp", "check", ... and "llms.txt"
+extern const size_t kDocPages_count;
+
+}  // namespace sexpgpu
