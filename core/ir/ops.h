@@ -7,14 +7,16 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "ir/types.h"
 
 namespace sexpgpu::ir {
 
 enum class Op : uint16_t {
-#define SG_OP(id, lisp, arity, rule, diff) id,
+#define SG_OP(id, ir, lisp, arity, rule, diff) id,
 #include "ir/ops.def"
 #undef SG_OP
 };
@@ -34,10 +36,30 @@ enum class Rule : uint8_t {
   ReduceFloat,    // reduce over axes; integer and boolean dtypes become f32
   ReduceIndex,    // reduce over one axis (or all); :i32 indices
   MatMul,         // NumPy matmul: batch broadcast, contract last of a with second-to-last of b
+  FromAttrs,      // no operands: `dtype` and `shape` (leaves, creation)
+  Random,         // the i64[3] RNG state -> `dtype`, `shape`
+  Reshape,        // same numel, `shape`
+  Permute,        // `axes` a permutation of the input's axes
+  Expand,         // broadcastable_to `shape`
+  Concat,         // one or more, same dtype, equal but along `axis`
+  Slice,          // `starts` `ends` `steps` per axis
+  Take,           // (x, integer ids) along `axis`
+  IndexAdd,       // (g, integer ids) -> `shape`, g's dtype
+  Pad,            // `pads`: (before, after) per axis
+  Flip,           // `axes` valid and distinct; x's type
+  AxisSameFloat,  // `axis` valid; x's shape, float dtype
+  CrossEntropy,   // (logits [..., C], integer targets [...]) by `reduction`
+  Norm,           // (x, weight [, bias]) with weight/bias of shape [last]; float
+  Attention,      // (q, k, v [, mask]) of [B,H,T,D]
+  Conv2d,         // (x NCHW, w OIHW) with stride, padding, dilation, groups
+  Conv2dGrad,     // -> `shape`, the promoted dtype of both operands
+  Pool2d,         // x NCHW with kernel, stride, padding
+  Pool2dGrad,     // -> `shape` (x's), g's dtype
 };
 
 struct OpInfo {
   Op op;
+  std::string_view ir_name;
   std::string_view lisp_name;
   int arity;  // -1: variadic
   Rule rule;
@@ -45,7 +67,7 @@ struct OpInfo {
 };
 
 inline constexpr OpInfo kOps[] = {
-#define SG_OP(id, lisp, arity, rule, diff) {Op::id, lisp, arity, Rule::rule, diff},
+#define SG_OP(id, ir, lisp, arity, rule, diff) {Op::id, ir, lisp, arity, Rule::rule, diff},
 #include "ir/ops.def"
 #undef SG_OP
 };
@@ -53,15 +75,27 @@ inline constexpr size_t kOpCount = std::size(kOps);
 
 constexpr const OpInfo& info(Op op) { return kOps[static_cast<size_t>(op)]; }
 std::optional<Op> op_by_lisp_name(std::string_view name);
+std::optional<Op> op_by_ir_name(std::string_view name);
 
-// Attributes the rules read. Grows with the ops that need more.
-struct OpAttrs {
-  std::optional<Axes> axes;  // reductions: nullopt = all axes
-  bool keepdims = false;
-  std::optional<DType> dtype;  // cast
+// The kinds of attrs.def's `kind` column, as C++ types.
+using AttrInt = int64_t;
+using AttrFloat = double;
+using AttrBool = bool;
+using AttrStr = std::string;
+using AttrInts = Dims;
+using AttrFloats = std::vector<double>;
+using AttrDType = DType;
+
+// A node's attributes, one optional field per row of attrs.def (absent
+// fields are not printed and do not take part in equality).
+struct Attrs {
+#define SG_ATTR(name, kind) std::optional<Attr##kind> name;
+#include "ir/attrs.def"
+#undef SG_ATTR
+  friend bool operator==(const Attrs&, const Attrs&) = default;
 };
 
 // The result type of `op` applied to operands of `inputs` types.
-Result<TensorType> infer_type(Op op, std::span<const TensorType> inputs, const OpAttrs& attrs = {});
+Result<TensorType> infer_type(Op op, std::span<const TensorType> inputs, const Attrs& attrs = {});
 
 }  // namespace sexpgpu::ir

@@ -13,6 +13,12 @@ std::optional<Op> op_by_lisp_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<Op> op_by_ir_name(std::string_view name) {
+  for (const OpInfo& i : kOps)
+    if (i.ir_name == name) return i.op;
+  return std::nullopt;
+}
+
 namespace {
 
 using R = Result<TensorType>;
@@ -23,7 +29,10 @@ std::string operands(std::span<const TensorType> in) {
   return s;
 }
 
-std::string op_label(Op op) { return "'" + std::string(info(op).lisp_name) + "'"; }
+std::string op_label(Op op) {
+  const OpInfo& oi = info(op);
+  return "'" + std::string(oi.lisp_name.empty() ? oi.ir_name : oi.lisp_name) + "'";
+}
 
 DType float_of(DType d) { return is_float(d) ? d : DType::F32; }
 
@@ -33,10 +42,10 @@ R broadcast2(Op op, const TensorType& a, const TensorType& b, DType result) {
   return TensorType{result, *s};
 }
 
-R reduce(Op op, const TensorType& x, const OpAttrs& attrs, DType result) {
+R reduce(Op op, const TensorType& x, const Attrs& attrs, DType result) {
   std::optional<std::span<const int64_t>> axes;
   if (attrs.axes) axes = std::span<const int64_t>(attrs.axes->data(), attrs.axes->size());
-  Result<Shape> s = reduction_shape(x.shape, axes, attrs.keepdims);
+  Result<Shape> s = reduction_shape(x.shape, axes, attrs.keepdims.value_or(false));
   if (!s) return R::failure(op_label(op) + " of " + x.to_string() + ": " + s.error());
   return TensorType{result, *s};
 }
@@ -70,7 +79,7 @@ R matmul(const TensorType& a, const TensorType& b) {
 
 }  // namespace
 
-Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const OpAttrs& attrs) {
+Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const Attrs& attrs) {
   const OpInfo& oi = info(op);
   if (oi.arity >= 0 && in.size() != size_t(oi.arity))
     return R::failure(op_label(op) + " takes " + std::to_string(oi.arity) + " tensor operand" +
@@ -113,6 +122,30 @@ Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const OpAtt
         return R::failure(op_label(op) + " of " + in[0].to_string() + ": one axis at most");
       return reduce(op, in[0], attrs, DType::I32);
     case Rule::MatMul: return matmul(in[0], in[1]);
+    case Rule::FromAttrs: {
+      if (!attrs.dtype || !attrs.shape) return R::failure(op_label(op) + " needs a dtype and a shape");
+      Result<Shape> s = make_shape(std::span<const int64_t>(attrs.shape->data(), attrs.shape->size()));
+      if (!s) return R::failure(op_label(op) + ": " + s.error());
+      return TensorType{*attrs.dtype, *s};
+    }
+    case Rule::Random:
+    case Rule::Reshape:
+    case Rule::Permute:
+    case Rule::Expand:
+    case Rule::Concat:
+    case Rule::Slice:
+    case Rule::Take:
+    case Rule::IndexAdd:
+    case Rule::Pad:
+    case Rule::Flip:
+    case Rule::AxisSameFloat:
+    case Rule::CrossEntropy:
+    case Rule::Norm:
+    case Rule::Attention:
+    case Rule::Conv2d:
+    case Rule::Conv2dGrad:
+    case Rule::Pool2d:
+    case Rule::Pool2dGrad: return R::failure(op_label(op) + ": shape rule not written yet");
   }
   return R::failure(op_label(op) + ": no shape rule");  // unreachable: -Werror=switch
 }

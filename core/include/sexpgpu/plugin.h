@@ -80,7 +80,8 @@ typedef enum sg_dtype {
   SG_DTYPE_I32 = 5,
   SG_DTYPE_I64 = 6,
   SG_DTYPE_U8 = 7,
-  SG_DTYPE_BOOL = 8
+  SG_DTYPE_BOOL = 8,
+  SG_DTYPE_U16 = 9
 } sg_dtype;
 
 typedef enum sg_reduce_op { SG_REDUCE_SUM = 1, SG_REDUCE_MEAN = 2 } sg_reduce_op;
