@@ -339,3 +339,9 @@
      ,(if format-control
           `(error ,format-control ,@args)
           `(error "The assertion ~s failed." ',test))))
+
+;;; Staging
+
+(defmacro stage-function (name args &body body)
+  "Stage BODY as the IR function NAME with inputs ARGS, each (arg shape [dtype] [:param])."
+  `(%stage-function ',name ',args (lambda ,(mapcar #'car args) ,@body)))

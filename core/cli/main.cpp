@@ -20,7 +20,7 @@ void LimitFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--eval-steps", limits.steps, "evaluation step limit (default 2e7)");
   cmd->add_option("--eval-depth", limits.depth, "call depth limit (default 10000)");
   cmd->add_option("--eval-heap", limits.heap_bytes, "compile-time heap limit in bytes (default 1 GiB)");
-  cmd->add_option("--ir-nodes", ir_nodes, "IR nodes per function before fusion (default 100000)");
+  cmd->add_option("--ir-nodes", limits.ir_nodes, "IR nodes per function before fusion (default 100000)");
 }
 
 static bool no_color() { return std::getenv("NO_COLOR") != nullptr; }
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     cli::add_check(app, exit_code);
     cli::add_eval(app, exit_code);
+    cli::add_ir(app, exit_code);
     cli::add_docs(app, exit_code);
     cli::add_fmt(app, exit_code);
     cli::add_doctor(app, exit_code);

@@ -14,7 +14,6 @@ enum Exit { kOk = 0, kFileErrors = 1, kUsage = 2, kCannotRun = 5 };
 // The evaluation-limit flags every verb that reads a run file takes.
 struct LimitFlags {
   lisp::Limits limits;
-  uint64_t ir_nodes = 100'000;
   void add_to(CLI::App* cmd);
 };
 
@@ -27,5 +26,6 @@ void add_eval(CLI::App& app, int& exit_code);
 void add_fmt(CLI::App& app, int& exit_code);
 void add_doctor(CLI::App& app, int& exit_code);
 void add_docs(CLI::App& app, int& exit_code);
+void add_ir(CLI::App& app, int& exit_code);
 
 }  // namespace sexpgpu::cli

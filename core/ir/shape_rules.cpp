@@ -1,9 +1,12 @@
 // Shape and dtype rules: one function per rule family of ops.h, selected by
 // the op's row in ops.def. Messages name the op and every operand's type;
-// the caller attaches E-SHAPE or E-DTYPE and the form's position.
+// the caller attaches E-SHAPE or E-DTYPE and the form's position. The
+// shape-changing and neural families live in shape_rules_shape.cpp and
+// shape_rules_neural.cpp.
 #include <string>
 
 #include "ir/ops.h"
+#include "ir/shape_rules_impl.h"
 
 namespace sexpgpu::ir {
 
@@ -19,22 +22,43 @@ std::optional<Op> op_by_ir_name(std::string_view name) {
   return std::nullopt;
 }
 
-namespace {
-
-using R = Result<TensorType>;
-
-std::string operands(std::span<const TensorType> in) {
-  std::string s;
-  for (const TensorType& t : in) s += (s.empty() ? "" : ", ") + t.to_string();
-  return s;
-}
+namespace rules {
 
 std::string op_label(Op op) {
   const OpInfo& oi = info(op);
   return "'" + std::string(oi.lisp_name.empty() ? oi.ir_name : oi.lisp_name) + "'";
 }
 
-DType float_of(DType d) { return is_float(d) ? d : DType::F32; }
+std::string described(Op op, std::span<const TensorType> in) {
+  std::string s = op_label(op);
+  for (size_t i = 0; i < in.size(); ++i) {
+    s += i == 0 ? " of " : i + 1 == in.size() ? " and " : ", ";
+    s += in[i].to_string();
+  }
+  return s;
+}
+
+R fail(Op op, std::span<const TensorType> in, const std::string& why) {
+  return R::failure(described(op, in) + ": " + why);
+}
+
+std::string list_text(std::span<const int64_t> values) {
+  std::string s = "[";
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? "," : "") + std::to_string(values[i]);
+  return s + "]";
+}
+
+}  // namespace rules
+
+namespace {
+
+using namespace rules;
+
+std::string operands(std::span<const TensorType> in) {
+  std::string s;
+  for (const TensorType& t : in) s += (s.empty() ? "" : ", ") + t.to_string();
+  return s;
+}
 
 R broadcast2(Op op, const TensorType& a, const TensorType& b, DType result) {
   std::optional<Shape> s = broadcast_shapes(a.shape, b.shape);
@@ -88,19 +112,21 @@ Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const Attrs
     case Rule::UnarySame: return in[0];
     case Rule::UnaryFloat: return TensorType{float_of(in[0].dtype), in[0].shape};
     case Rule::UnaryBool: return TensorType{DType::Bool, in[0].shape};
-    case Rule::BinaryPromote: return broadcast2(op, in[0], in[1], promote(in[0].dtype, in[1].dtype));
+    case Rule::BinaryPromote:
+      return broadcast2(op, in[0], in[1], promote(in[0].dtype, in[1].dtype));
     case Rule::BinaryFloat:
       return broadcast2(op, in[0], in[1], float_of(promote(in[0].dtype, in[1].dtype)));
     case Rule::Compare: return broadcast2(op, in[0], in[1], DType::Bool);
     case Rule::Where: {
       if (!is_bool(in[0].dtype))
         return R::failure("'where': the condition is " + in[0].to_string() +
-                          ", not :bool (compare first, e.g. (> x 0))");
+                          ", whose dtype is not :bool (compare first, e.g. (> x 0))");
       R ab = broadcast2(op, in[1], in[2], promote(in[1].dtype, in[2].dtype));
       if (!ab) return ab;
       std::optional<Shape> s = broadcast_shapes(in[0].shape, ab->shape);
-      if (!s) return R::failure("'where': the condition " + in[0].to_string() +
-                                " does not broadcast with the values " + ab->to_string());
+      if (!s)
+        return R::failure("'where': the condition " + in[0].to_string() +
+                          " does not broadcast with the values " + ab->to_string());
       return TensorType{ab->dtype, *s};
     }
     case Rule::Clamp:
@@ -113,9 +139,9 @@ Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const Attrs
       if (!attrs.dtype) return R::failure("'cast' needs a dtype");
       return TensorType{*attrs.dtype, in[0].shape};
     case Rule::ReduceSame:
-      return reduce(op, in[0], attrs,
-                    is_bool(in[0].dtype) && (op == Op::Sum || op == Op::Prod) ? DType::I32
-                                                                              : in[0].dtype);
+      return reduce(
+          op, in[0], attrs,
+          is_bool(in[0].dtype) && (op == Op::Sum || op == Op::Prod) ? DType::I32 : in[0].dtype);
     case Rule::ReduceFloat: return reduce(op, in[0], attrs, float_of(in[0].dtype));
     case Rule::ReduceIndex:
       if (attrs.axes && attrs.axes->size() > 1)
@@ -123,29 +149,31 @@ Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const Attrs
       return reduce(op, in[0], attrs, DType::I32);
     case Rule::MatMul: return matmul(in[0], in[1]);
     case Rule::FromAttrs: {
-      if (!attrs.dtype || !attrs.shape) return R::failure(op_label(op) + " needs a dtype and a shape");
-      Result<Shape> s = make_shape(std::span<const int64_t>(attrs.shape->data(), attrs.shape->size()));
+      if (!attrs.dtype || !attrs.shape)
+        return R::failure(op_label(op) + " needs a dtype and a shape");
+      Result<Shape> s =
+          make_shape(std::span<const int64_t>(attrs.shape->data(), attrs.shape->size()));
       if (!s) return R::failure(op_label(op) + ": " + s.error());
       return TensorType{*attrs.dtype, *s};
     }
-    case Rule::Random:
-    case Rule::Reshape:
-    case Rule::Permute:
-    case Rule::Expand:
-    case Rule::Concat:
-    case Rule::Slice:
-    case Rule::Take:
-    case Rule::IndexAdd:
-    case Rule::Pad:
-    case Rule::Flip:
-    case Rule::AxisSameFloat:
-    case Rule::CrossEntropy:
-    case Rule::Norm:
-    case Rule::Attention:
-    case Rule::Conv2d:
-    case Rule::Conv2dGrad:
-    case Rule::Pool2d:
-    case Rule::Pool2dGrad: return R::failure(op_label(op) + ": shape rule not written yet");
+    case Rule::Random: return rules::random(op, in, attrs);
+    case Rule::Reshape: return rules::reshape(op, in, attrs);
+    case Rule::Permute: return rules::permute(op, in, attrs);
+    case Rule::Expand: return rules::expand(op, in, attrs);
+    case Rule::Concat: return rules::concat(op, in, attrs);
+    case Rule::Slice: return rules::slice(op, in, attrs);
+    case Rule::Take: return rules::take(op, in, attrs);
+    case Rule::IndexAdd: return rules::index_add(op, in, attrs);
+    case Rule::Pad: return rules::pad(op, in, attrs);
+    case Rule::Flip: return rules::flip(op, in, attrs);
+    case Rule::AxisSameFloat: return rules::axis_same_float(op, in, attrs);
+    case Rule::CrossEntropy: return rules::cross_entropy(op, in, attrs);
+    case Rule::Norm: return rules::norm(op, in, attrs);
+    case Rule::Attention: return rules::attention(op, in, attrs);
+    case Rule::Conv2d: return rules::conv2d(op, in, attrs);
+    case Rule::Conv2dGrad: return rules::conv2d_grad(op, in, attrs);
+    case Rule::Pool2d: return rules::pool2d(op, in, attrs);
+    case Rule::Pool2dGrad: return rules::pool2d_grad(op, in, attrs);
   }
   return R::failure(op_label(op) + ": no shape rule");  // unreachable: -Werror=switch
 }

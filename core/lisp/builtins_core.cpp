@@ -511,7 +511,7 @@ void register_core_builtins(Interp& in) {
              { return in.boolean(equal(args[0], args[1])); });
   SG_BUILTIN(in, "EQUALP", 2, 2, "equal ignoring case and number type, into vectors and tables",
              { return in.boolean(equalp(args[0], args[1])); });
-  SG_BUILTIN(in, "NOT", 1, 1, "t if the argument is nil", { return in.boolean(args[0].is_nil()); });
+  SG_BUILTIN(in, "NOT", 1, 1, "t if the argument is nil", { return in.boolean(!in.test(args[0])); });
   SG_BUILTIN(in, "NULL", 1, 1, "t if the argument is nil", { return in.boolean(args[0].is_nil()); });
   SG_BUILTIN(in, "IDENTITY", 1, 1, "its argument", { return args[0]; });
   SG_BUILTIN(in, "VALUES", 0, -1, "return several values", {

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstdio>
 #include <iostream>
 
@@ -22,11 +23,16 @@ std::u32string utf8_to_u32(std::string_view s) {
     unsigned char c = s[i];
     char32_t cp;
     int len;
-    if (c < 0x80) cp = c, len = 1;
-    else if ((c >> 5) == 6) cp = c & 0x1F, len = 2;
-    else if ((c >> 4) == 14) cp = c & 0x0F, len = 3;
-    else if ((c >> 3) == 30) cp = c & 0x07, len = 4;
-    else cp = 0xFFFD, len = 1;
+    if (c < 0x80)
+      cp = c, len = 1;
+    else if ((c >> 5) == 6)
+      cp = c & 0x1F, len = 2;
+    else if ((c >> 4) == 14)
+      cp = c & 0x0F, len = 3;
+    else if ((c >> 3) == 30)
+      cp = c & 0x07, len = 4;
+    else
+      cp = 0xFFFD, len = 1;
     if (i + len > s.size()) {
       out += char32_t(0xFFFD);
       break;
@@ -42,8 +48,10 @@ std::string u32_to_utf8(std::u32string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char32_t cp : s) {
-    if (cp < 0x80) out += char(cp);
-    else if (cp < 0x800) out += char(0xC0 | (cp >> 6)), out += char(0x80 | (cp & 0x3F));
+    if (cp < 0x80)
+      out += char(cp);
+    else if (cp < 0x800)
+      out += char(0xC0 | (cp >> 6)), out += char(0x80 | (cp & 0x3F));
     else if (cp < 0x10000)
       out += char(0xE0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3F)),
           out += char(0x80 | (cp & 0x3F));
@@ -174,8 +182,8 @@ void Interp::note_alloc(size_t bytes) {
     LispError e;
     e.diag.code = "E-EVAL-LIMIT";
     e.diag.span = current_span();
-    e.diag.message = "compile-time heap limit reached (" + std::to_string(limits.heap_bytes) +
-                     " bytes)";
+    e.diag.message =
+        "compile-time heap limit reached (" + std::to_string(limits.heap_bytes) + " bytes)";
     e.diag.fix = "raise it with --eval-heap BYTES if the file really needs more";
     e.catchable = false;
     throw e;
@@ -186,8 +194,8 @@ void Interp::limit_reached_steps() {
   LispError e;
   e.diag.code = "E-EVAL-LIMIT";
   e.diag.span = current_span();
-  e.diag.message =
-      "evaluation step limit reached (" + std::to_string(limits.steps) + " steps): an endless loop?";
+  e.diag.message = "evaluation step limit reached (" + std::to_string(limits.steps) +
+                   " steps): an endless loop?";
   e.diag.fix = "raise it with --eval-steps N if the file really needs more";
   e.catchable = false;
   throw e;
@@ -288,7 +296,9 @@ Value Interp::make_string(std::u32string s) {
   return Value::object(Kind::String, o);
 }
 
-Value Interp::make_string_utf8(std::string_view s) { return make_string(utf8_to_u32(s)); }
+Value Interp::make_string_utf8(std::string_view s) {
+  return make_string(utf8_to_u32(s));
+}
 
 Value Interp::make_vector(std::vector<Value> items) {
   Vector* v = alloc<Vector>();
@@ -313,6 +323,18 @@ void Interp::defbuiltin(const char* name, int min_args, int max_args, BuiltinFn 
   s->cell.origin = kBuiltin;
   s->cell.macro = false;
   s->doc = doc;
+}
+
+void Interp::overload_for_tensors(const char* name, BuiltinFn fn) {
+  Symbol* s = intern(name);
+  assert(s->cell.function.is_function() && s->cell.function.fn()->builtin);
+  s->cell.function.fn()->tensor_builtin = fn;
+}
+
+void Interp::check_truth_value(Value v) {
+  if (v.p == nullptr) return;
+  if (const char* why = v.foreign()->refuses_truth())
+    fail("E-STAGED-BRANCH", why, "choose between tensors with (where cond a b)");
 }
 
 void Interp::defconstant(const char* name, Value v) {
@@ -468,10 +490,11 @@ static Cell* qualified_cell(Interp& in, Symbol* s) {
   std::string lname = s->qualifier + ":" + s->name;
   for (char& c : lname) c = char(std::tolower((unsigned char)c));
   if (!m)
-    in.fail("E-UNBOUND", "'" + lname + "': no module is required with the prefix '" +
-                             std::string(lname.substr(0, s->qualifier.size())) + "'",
-            "add (require \"...\" :as " +
-                std::string(lname.substr(0, s->qualifier.size())) + ") before this form");
+    in.fail("E-UNBOUND",
+            "'" + lname + "': no module is required with the prefix '" +
+                std::string(lname.substr(0, s->qualifier.size())) + "'",
+            "add (require \"...\" :as " + std::string(lname.substr(0, s->qualifier.size())) +
+                ") before this form");
   if (!m->exports.count(s->name))
     in.fail("E-UNBOUND", "'" + lname + "': module '" + m->name + "' does not export '" +
                              lname.substr(s->qualifier.size() + 1) + "'");
@@ -494,11 +517,14 @@ Cell* Interp::fcell(Symbol* s) {
   return &s->cell;
 }
 
-Cell* Interp::vcell(Symbol* s) { return fcell(s); }
+Cell* Interp::vcell(Symbol* s) {
+  return fcell(s);
+}
 
 Cell* Interp::define_cell(Symbol* s) {
   if (!s->qualifier.empty())
-    fail("E-UNSUPPORTED", "cannot define '" + show(symval(s)) + "': a module's exports are defined in the module");
+    fail("E-UNSUPPORTED",
+         "cannot define '" + show(symval(s)) + "': a module's exports are defined in the module");
   if (current_module == modules[0].get()) return &s->cell;
   return &current_module->cells[s];
 }
@@ -546,7 +572,6 @@ void Interp::unbind_specials(size_t to) {
 }
 
 // ---- eval ----------------------------------------------------------------------------
-
 
 // Where `atom` appears in `list` (depth-first, a few levels): its car span.
 uint32_t find_atom_span(Value list, Value atom, int depth) {
@@ -629,14 +654,14 @@ Value Interp::eval_cons(Value form, Env* env) {
       err.diag.message = "undefined function '" + name + "'";
       if (is_common_lisp_name(s)) {
         err.diag.code = "E-UNSUPPORTED";
-        err.diag.message = "'" + name + "' is a Common Lisp operator outside the implemented subset";
+        err.diag.message =
+            "'" + name + "' is a Common Lisp operator outside the implemented subset";
         err.diag.fix = "docs/lisp.md lists what is implemented";
         throw err;
       }
       err.diag.fix = suggest_names(s, env, true);
       if (fcell(s)->has_value) err.diag.fix = "'" + name + "' is a variable, not a function";
-      if (is_poisoned(s))
-        err.diag.notes.push_back({Span{}, "(suppressed: its definition failed)"});
+      if (is_poisoned(s)) err.diag.notes.push_back({Span{}, "(suppressed: its definition failed)"});
       throw err;
     }
     Value argbuf[8];
@@ -650,8 +675,10 @@ Value Interp::eval_cons(Value form, Env* env) {
       note_atom(a.cons()->car, a.cons()->car_span);
       Value v = eval(a.cons()->car, env);
       atom_span = 0;
-      if (n < 8) argbuf[n] = v;
-      else big.push_back(v);
+      if (n < 8)
+        argbuf[n] = v;
+      else
+        big.push_back(v);
       ++n;
     }
     if (n > 8) args = big.data();
@@ -711,6 +738,9 @@ Value Interp::apply(Value fnv, Value* args, int nargs) {
                           (want == "1" ? "" : "s") + ", given " + std::to_string(nargs));
     }
     nvals = 1;
+    if (f->tensor_builtin) [[unlikely]]
+      for (int i = 0; i < nargs; ++i)
+        if (args[i].kind == Kind::Foreign) return f->tensor_builtin(*this, args, nargs);
     return f->builtin(*this, args, nargs);
   }
   return apply_closure(f, args, nargs);

@@ -153,6 +153,7 @@ struct Limits {
   uint64_t steps = 20'000'000;
   uint32_t depth = 10'000;
   uint64_t heap_bytes = uint64_t(1) << 30;
+  uint64_t ir_nodes = 100'000;  // per staged function (E-IR-LIMIT)
 };
 
 struct PrintOptions {
@@ -290,6 +291,20 @@ class Interp {
   // ---- builtin registration -------------------------------------------------
   void defbuiltin(const char* name, int min_args, int max_args, BuiltinFn fn, const char* doc);
   void defconstant(const char* name, Value v);
+  // Gives the builtin NAME a second body for calls where any argument is a
+  // staged tensor (tensors.md: generic + - * / = < max ... stage).
+  void overload_for_tensors(const char* name, BuiltinFn fn);
+  // The test of if (and so when, unless, cond, and, or): a staged :bool
+  // tensor has no truth value at compile time (E-STAGED-BRANCH).
+  bool test(Value v) {
+    if (v.kind == Kind::Foreign) [[unlikely]]
+      check_truth_value(v);
+    return v.truthy();
+  }
+  void check_truth_value(Value v);
+  // The staging layer's state (core/stage's Stager), owned with the
+  // interpreter; empty where no tensors are staged.
+  std::shared_ptr<void> stage_state;
 
   // ---- errors ---------------------------------------------------------------
   [[noreturn]] void fail(const char* code, std::string message, std::string fix = "");

@@ -5,14 +5,18 @@
 #include <fstream>
 #include <sstream>
 
+#include "stage/stager.h"
+
 namespace sexpgpu::lisp {
 
 Session::Session(const Limits& limits) {
   interp = std::make_unique<Interp>(sources, sink);
+  stage::install(*interp);
   // The prelude is ours: it loads under the default limits, and the user's
   // limits (and heap accounting) start with the user's file.
   load_prelude(*interp);
   interp->limits = limits;
+  stage::stager_of(*interp).node_limit = limits.ir_nodes;
   interp->reset_heap_accounting();
 }
 

@@ -143,7 +143,7 @@ Value sf_if(Interp& in, Value form, Env* env) {
   if (!rest.is_cons()) bad_form(in, "if", "missing then branch");
   if (cdr(rest).is_cons() && cdr(cdr(rest)).is_cons())
     bad_form(in, "if", "too many forms (use progn or cond)");
-  if (test.truthy()) return in.eval(car(rest), env);
+  if (in.test(test)) return in.eval(car(rest), env);
   if (cdr(rest).is_cons()) return in.eval(car(cdr(rest)), env);
   in.nvals = 1;
   return in.nil();
@@ -370,7 +370,7 @@ bool run_statement(Interp& in, Value stmt, Env* e, ExitPoint* ep, Value* tail) {
         (local_go(in, then_form, ep, &dummy) || local_go(in, else_form, ep, &dummy))) {
       in.count_step();
       SpanGuardLite guard(in, stmt);
-      Value branch = in.eval(car(rest), e).truthy() ? then_form : else_form;
+      Value branch = in.test(in.eval(car(rest), e)) ? then_form : else_form;
       if (local_go(in, branch, ep, tail)) {
         in.count_step();
         return true;

@@ -209,6 +209,9 @@ using BuiltinFn = Value (*)(Interp&, Value* args, int nargs);
 struct Function : Obj {
   // Builtin: fn != nullptr. Closure: info != nullptr.
   BuiltinFn builtin = nullptr;
+  // A builtin that also takes staged tensors (+, max, exp, ...): called
+  // instead of `builtin` when any argument is a Foreign value.
+  BuiltinFn tensor_builtin = nullptr;
   int min_args = 0, max_args = -1;  // -1: no maximum
   LambdaInfo* info = nullptr;
   Env* env = nullptr;
@@ -229,6 +232,9 @@ struct Condition : Obj {
 struct Foreign : Obj {
   virtual std::string print() const = 0;
   virtual std::string type_name() const = 0;
+  // Why this value cannot be a truth value (if, when, and, not...), or
+  // nullptr when it can (staged :bool tensors: E-STAGED-BRANCH).
+  virtual const char* refuses_truth() const { return nullptr; }
 };
 
 }  // namespace sexpgpu::lisp

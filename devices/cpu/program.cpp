@@ -1,12 +1,318 @@
-// Placeholder until the CPU executor lands: compile() reports that it does
-// not exist yet. (Replaced by the executor's real implementation.)
+// cpu::Program: compile() lowers the function (lower.h), makes one kernel
+// per live node, places every intermediate in one arena (memory_plan.h) and
+// keeps the result as a flat list of steps; run() walks it. Inputs and
+// outputs stay in the caller's memory: a node that is an output writes
+// straight into the caller's output buffer. Creation ops (full, constant,
+// arange) are evaluated once, at compile time. reshape and stop_gradient
+// read their operand's buffer in place unless they are outputs.
 #include "program.h"
 
-namespace sexpgpu::cpu {
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
 
-ir::Result<std::shared_ptr<Program>> Program::compile(const ir::Module&, std::string_view,
-                                                      const Options&) {
-  return ir::Result<std::shared_ptr<Program>>::failure("the CPU executor is not built yet");
+#include "geometry.h"
+#include "ir/verify.h"
+#include "kernel.h"
+#include "lower.h"
+#include "memory_plan.h"
+#include "storage.h"
+
+namespace sexpgpu::cpu {
+namespace {
+
+using ir::NodeId;
+using ir::Op;
+
+// Where a value lives during a run.
+struct Slot {
+  enum Kind : uint8_t { Input, Output, Arena, Constant } kind = Arena;
+  size_t index = 0;  // input/output/constant number, or arena offset
+};
+
+struct Step {
+  Kernel kernel;
+  std::vector<Slot> inputs;
+  Slot output;
+  NodeId origin;  // the IR node, for messages (-1: an operand cast)
+  Op op;
+};
+
+struct AlignedFree {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+using ArenaPtr = std::unique_ptr<std::byte[], AlignedFree>;
+
+ArenaPtr allocate_arena(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  size_t rounded = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  return ArenaPtr(static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, rounded)));
+}
+
+size_t bytes_of(const ir::TensorType& t) {
+  return size_t(numel(t.shape)) * ir::size_bytes(t.dtype);
+}
+
+class CpuProgram final : public Program {
+ public:
+  std::string build(const ir::Function& fn, const Options& options);
+
+  std::string run(std::span<const void* const> inputs, std::span<void* const> outputs) override;
+  size_t arena_bytes() const override { return arena_bytes_; }
+  std::string report_json() const override { return report_; }
+  const ir::Function& function() const override { return fn_; }
+
+ private:
+  std::string plan(const Lowered& lowered, int threads);
+  std::string make_report(const Lowered& lowered) const;
+
+  ir::Function fn_;
+  std::vector<Step> steps_;
+  std::vector<std::vector<std::byte>> constants_;
+  size_t constant_bytes_ = 0;
+  size_t arena_bytes_ = 0;
+  ArenaPtr arena_;
+  std::mutex run_mutex_;  // one run at a time: they share the arena
+  std::string report_;
+};
+
+std::string node_label(const ir::Function& fn, NodeId origin, Op op) {
+  if (origin < 0)
+    return "a cast inserted by the CPU lowering ('" + std::string(ir::info(op).ir_name) + "')";
+  const ir::Node& n = fn.node(origin);
+  return "%" + std::to_string(origin) + " = " + std::string(ir::info(n.op).ir_name) + " " +
+         n.type.to_string();
+}
+
+std::string CpuProgram::build(const ir::Function& fn, const Options& options) {
+  fn_ = fn;
+  int threads = options.threads > 0 ? options.threads : ThreadPool::instance().size();
+  Lowered lowered = lower(fn_);
+  if (std::string e = plan(lowered, std::max(threads, 1)); !e.empty()) return e;
+  arena_ = allocate_arena(arena_bytes_);
+  if (arena_bytes_ > 0 && !arena_)
+    return "cannot allocate the " + std::to_string(arena_bytes_) + "-byte arena";
+  report_ = make_report(lowered);
+  return {};
+}
+
+std::string CpuProgram::plan(const Lowered& lowered, int threads) {
+  const std::vector<LoweredNode>& nodes = lowered.nodes;
+  size_t count = nodes.size();
+  // Liveness: the nodes the outputs need.
+  std::vector<bool> live(count, false);
+  for (const ir::Output& o : fn_.outputs) live[size_t(lowered.of_original[size_t(o.node)])] = true;
+  for (size_t i = count; i-- > 0;)
+    if (live[i])
+      for (NodeId in : nodes[i].inputs) live[size_t(in)] = true;
+
+  std::vector<Slot> slot(count);
+  std::vector<bool> placed(count, false);
+  for (size_t k = 0; k < fn_.inputs.size(); ++k) {
+    size_t id = size_t(lowered.of_original[size_t(fn_.inputs[k])]);
+    slot[id] = Slot{Slot::Input, k};
+    placed[id] = true;
+  }
+  // An output computed by a kernel writes the caller's buffer directly.
+  std::vector<bool> written_to_output(fn_.outputs.size(), false);
+  for (size_t j = 0; j < fn_.outputs.size(); ++j) {
+    size_t id = size_t(lowered.of_original[size_t(fn_.outputs[j].node)]);
+    Op op = nodes[id].op;
+    bool creation = op == Op::Full || op == Op::Constant || op == Op::Arange;
+    if (placed[id] || creation) continue;
+    slot[id] = Slot{Slot::Output, j};
+    placed[id] = true;
+    written_to_output[j] = true;
+  }
+
+  std::vector<size_t> root(count);  // the node whose buffer a value is in
+  std::vector<size_t> step_of(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    root[i] = i;
+    const LoweredNode& n = nodes[i];
+    if (!live[i] || n.op == Op::Input || n.op == Op::Param) continue;
+    std::vector<ir::TensorType> in_types;
+    for (NodeId in : n.inputs) in_types.push_back(nodes[size_t(in)].type);
+    bool aliasable = n.op == Op::Reshape || n.op == Op::StopGradient;
+    if (aliasable && !placed[i]) {
+      root[i] = root[size_t(n.inputs[0])];
+      slot[i] = slot[root[i]];
+      placed[i] = true;
+      continue;
+    }
+    KernelResult k = make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, threads});
+    if (!k) return node_label(fn_, n.origin, n.op) + ": " + k.error();
+    if (n.op == Op::Full || n.op == Op::Constant || n.op == Op::Arange) {
+      std::vector<std::byte> data(bytes_of(n.type));
+      if (std::string e = k->fn(nullptr, data.data()); !e.empty())
+        return node_label(fn_, n.origin, n.op) + ": " + e;
+      constant_bytes_ += data.size();
+      slot[i] = Slot{Slot::Constant, constants_.size()};
+      placed[i] = true;
+      constants_.push_back(std::move(data));
+      continue;
+    }
+    Step step{std::move(k).value(), {}, {}, n.origin, n.op};
+    step_of[i] = steps_.size();
+    steps_.push_back(std::move(step));
+  }
+  // Outputs not written by their own kernel (inputs, constants, aliases,
+  // one node named twice) are copied at the end.
+  std::vector<std::pair<size_t, size_t>> output_copies;  // (node, output)
+  for (size_t j = 0; j < fn_.outputs.size(); ++j) {
+    if (written_to_output[j]) continue;
+    size_t id = size_t(lowered.of_original[size_t(fn_.outputs[j].node)]);
+    output_copies.push_back({id, j});
+  }
+
+  // Buffer lifetimes in step numbers, then the arena layout.
+  std::vector<int64_t> last_use(count, -1);
+  for (size_t i = 0; i < count; ++i) {
+    if (!live[i]) continue;
+    for (NodeId in : nodes[i].inputs) {
+      size_t r = root[size_t(in)];
+      last_use[r] = std::max<int64_t>(last_use[r], int64_t(step_of[i]));
+    }
+  }
+  for (auto [id, j] : output_copies) last_use[root[id]] = int64_t(steps_.size() + j);
+  std::vector<BufferLife> lives;
+  std::vector<size_t> owner;
+  for (size_t i = 0; i < count; ++i) {
+    if (!live[i] || placed[i] || root[i] != i) continue;
+    int64_t first = int64_t(step_of[i]);
+    lives.push_back(BufferLife{first, std::max(first, last_use[i]), bytes_of(nodes[i].type)});
+    owner.push_back(i);
+  }
+  ArenaLayout layout = plan_arena(lives);
+  arena_bytes_ = layout.bytes;
+  for (size_t b = 0; b < owner.size(); ++b) slot[owner[b]] = Slot{Slot::Arena, layout.offsets[b]};
+  for (size_t i = 0; i < count; ++i)
+    if (live[i] && root[i] != i) slot[i] = slot[root[i]];
+
+  // Wire the steps to their slots.
+  for (size_t i = 0; i < count; ++i) {
+    const LoweredNode& n = nodes[i];
+    bool has_step = live[i] && root[i] == i && n.op != Op::Input && n.op != Op::Param &&
+                    slot[i].kind != Slot::Constant;
+    if (!has_step) continue;
+    Step& s = steps_[step_of[i]];
+    s.output = slot[i];
+    for (NodeId in : n.inputs) s.inputs.push_back(slot[size_t(in)]);
+  }
+  for (auto [id, j] : output_copies) {
+    Step copy{make_copy_kernel(bytes_of(nodes[id].type)),
+              {slot[id]},
+              Slot{Slot::Output, j},
+              nodes[id].origin,
+              Op::Reshape};
+    steps_.push_back(std::move(copy));
+  }
+  return {};
+}
+
+std::string CpuProgram::make_report(const Lowered& lowered) const {
+  nlohmann::json steps = nlohmann::json::array();
+  static const char* kKinds[] = {"input", "output", "arena", "constant"};
+  for (const Step& s : steps_) {
+    nlohmann::json j = {{"node", s.origin}, {"kernel", s.kernel.name}};
+    j["out"] = {{"in", kKinds[s.output.kind]},
+                {s.output.kind == Slot::Arena ? "offset" : "index", s.output.index}};
+    steps.push_back(std::move(j));
+  }
+  nlohmann::json report = {{"device", "cpu"},
+                           {"function", fn_.name},
+                           {"arena_bytes", arena_bytes_},
+                           {"constant_bytes", constant_bytes_},
+                           {"lowered_nodes", lowered.nodes.size()},
+                           {"steps", std::move(steps)}};
+  return report.dump();
+}
+
+std::string CpuProgram::run(std::span<const void* const> inputs, std::span<void* const> outputs) {
+  if (inputs.size() != fn_.inputs.size() || outputs.size() != fn_.outputs.size())
+    return "'" + fn_.name + "' takes " + std::to_string(fn_.inputs.size()) + " inputs and " +
+           std::to_string(fn_.outputs.size()) + " outputs, given " + std::to_string(inputs.size()) +
+           " and " + std::to_string(outputs.size());
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  auto address = [&](const Slot& s) -> void* {
+    switch (s.kind) {
+      case Slot::Input: return const_cast<void*>(inputs[s.index]);
+      case Slot::Output: return outputs[s.index];
+      case Slot::Arena: return arena_.get() + s.index;
+      case Slot::Constant: return constants_[s.index].data();
+    }
+    return nullptr;
+  };
+  std::vector<const void*> args;
+  for (const Step& s : steps_) {
+    args.clear();
+    for (const Slot& in : s.inputs) args.push_back(address(in));
+    if (std::string e = s.kernel.fn(args.data(), address(s.output)); !e.empty())
+      return node_label(fn_, s.origin, s.op) + ": " + e;
+  }
+  return {};
+}
+
+}  // namespace
+
+HostTensor HostTensor::zeros(const ir::TensorType& type) {
+  return HostTensor{type, std::vector<std::byte>(bytes_of(type))};
+}
+
+HostTensor HostTensor::from_doubles(const ir::TensorType& type, std::span<const double> values) {
+  HostTensor t = zeros(type);
+  size_t n = std::min(values.size(), size_t(numel(type.shape)));
+  dispatch_storage(type.dtype, [&](auto tag) {
+    using D = decltype(tag);
+    D* out = reinterpret_cast<D*>(t.bytes.data());
+    for (size_t i = 0; i < n; ++i) out[i] = convert<D>(values[i]);
+  });
+  return t;
+}
+
+std::vector<double> HostTensor::to_doubles() const {
+  std::vector<double> out(size_t(numel(type.shape)));
+  dispatch_storage(type.dtype, [&](auto tag) {
+    using S = decltype(tag);
+    const S* in = reinterpret_cast<const S*>(bytes.data());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = double(widen(in[i]));
+  });
+  return out;
+}
+
+ir::Result<std::shared_ptr<Program>> Program::compile(const ir::Module& module, std::string_view fn,
+                                                      const Options& options) {
+  using R = ir::Result<std::shared_ptr<Program>>;
+  const ir::Function* f = module.find(fn);
+  if (!f) return R::failure("no function '" + std::string(fn) + "' in the module");
+  if (std::string e = ir::verify(module, *f); !e.empty()) return R::failure(e);
+  auto program = std::make_shared<CpuProgram>();
+  if (std::string e = program->build(*f, options); !e.empty()) return R::failure(e);
+  return std::shared_ptr<Program>(std::move(program));
+}
+
+ir::Result<std::vector<HostTensor>> Program::run(std::span<const HostTensor> inputs) {
+  using R = ir::Result<std::vector<HostTensor>>;
+  const ir::Function& fn = function();
+  if (inputs.size() != fn.inputs.size())
+    return R::failure("'" + fn.name + "' takes " + std::to_string(fn.inputs.size()) +
+                      " inputs, given " + std::to_string(inputs.size()));
+  std::vector<const void*> in;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const ir::TensorType& want = fn.type(fn.inputs[k]);
+    if (!(inputs[k].type == want) || inputs[k].bytes.size() != bytes_of(want))
+      return R::failure("input " + std::to_string(k) + " of '" + fn.name + "' is " +
+                        want.to_string() + ", given " + inputs[k].type.to_string());
+    in.push_back(inputs[k].bytes.data());
+  }
+  std::vector<HostTensor> outs;
+  std::vector<void*> out;
+  for (const ir::Output& o : fn.outputs) outs.push_back(HostTensor::zeros(fn.type(o.node)));
+  for (HostTensor& t : outs) out.push_back(t.bytes.data());
+  if (std::string e = run(in, out); !e.empty()) return R::failure(e);
+  return outs;
 }
 
 }  // namespace sexpgpu::cpu

@@ -34,21 +34,22 @@ class Program {
  public:
   // Verifies `fn` of `module` and plans it. The error names the node when an
   // op has no kernel for its dtypes.
-  static ir::Result<std::shared_ptr<Program>> compile(const ir::Module& module,
-                                                      std::string_view fn,
+  static ir::Result<std::shared_ptr<Program>> compile(const ir::Module& module, std::string_view fn,
                                                       const Options& options = {});
   virtual ~Program() = default;
 
   // Inputs in Function::inputs order, outputs in Function::outputs order,
-  // each a caller-owned dense array of the declared type. Run-time errors
-  // (an id out of range in take) come back as the message.
-  virtual std::string run(std::span<const void* const> inputs,
-                          std::span<void* const> outputs) = 0;
+  // each a caller-owned dense array of the declared type. Outputs must not
+  // overlap inputs: each is written as soon as it is computed (the plugin
+  // handles in-place updates with a scratch copy). Run-time errors (an id
+  // out of range in take) come back as the message. Runs of one Program
+  // take turns (they share its arena).
+  virtual std::string run(std::span<const void* const> inputs, std::span<void* const> outputs) = 0;
   // The same with host tensors (checks their types; allocates the outputs).
   ir::Result<std::vector<HostTensor>> run(std::span<const HostTensor> inputs);
 
-  virtual size_t arena_bytes() const = 0;      // the memory plan's size
-  virtual std::string report_json() const = 0; // lowering report: per-node kernel, offsets
+  virtual size_t arena_bytes() const = 0;       // the memory plan's size
+  virtual std::string report_json() const = 0;  // lowering report: per-node kernel, offsets
   virtual const ir::Function& function() const = 0;
 };
 

@@ -118,6 +118,27 @@ expect docs-unknown 2 $? "no page" "$TMP/out"
 "$BIN" docs E-NO-SUCH-CODE >"$TMP/out" 2>&1
 expect docs-unknown-code 2 $? "no diagnostic code" "$TMP/out"
 
+# ir: the staged functions as text and JSON; --fn selects; limits apply.
+"$BIN" ir "$SRC/tests/golden/ir/mlp.lisp" >"$TMP/out" 2>"$TMP/err"
+expect ir-text 0 $? "^fn train-step\(%x: f32\[128,784\], %y: i32\[128\]\)" "$TMP/out"
+grep -q "matmul" "$TMP/out" || { echo "FAIL ir-text: no matmul"; fail=$((fail + 1)); }
+"$BIN" ir "$SRC/tests/golden/ir/mlp.lisp" --json >"$TMP/out" 2>"$TMP/err"
+expect ir-json 0 $? '"version": 1' "$TMP/out"
+"$BIN" ir "$SRC/tests/golden/ir/fusion.lisp" --fn no-such >"$TMP/out" 2>&1
+expect ir-unknown-fn 2 $? "no function named" "$TMP/out"
+"$BIN" ir "$SRC/tests/golden/ir/fusion.lisp" --no-opt >"$TMP/out" 2>&1
+expect ir-no-opt 0 $? "exp" "$TMP/out"
+printf '(stage-function f ((x (4))) (let ((y x)) (dotimes (i 50) (setq y (+ y 1))) y))\n' >"$TMP/many.lisp"
+"$BIN" ir "$TMP/many.lisp" --ir-nodes 20 >"$TMP/out" 2>&1
+expect ir-limit 1 $? "E-IR-LIMIT" "$TMP/out"
+"$BIN" ir "$TMP/many.lisp" >"$TMP/out" 2>&1
+expect ir-limit-default 0 $?
+printf '(+ (zeros (list 3 4)) (zeros 5))\n' >"$TMP/shape.lisp"
+"$BIN" check "$TMP/shape.lisp" >"$TMP/out" 2>&1
+expect check-shape 1 $? "E-SHAPE.*f32\[3,4\].*f32\[5\]" "$TMP/out"
+"$BIN" eval -e "(matmul (zeros '(128 784)) (zeros '(784 10)))" >"$TMP/out" 2>&1
+expect eval-tensor 0 $? "^#<tensor f32\[128,10\]>$" "$TMP/out"
+
 # The REPL on a terminal (a pseudo-terminal from script(1), util-linux).
 if command -v script >/dev/null && script -qec true /dev/null >/dev/null 2>&1; then
   printf '(defun sq (x)\n  (* x x))\n(sq 12)\n(car 1)\n' |

@@ -1,0 +1,305 @@
+// The gradient rules (STYLE.md, "Gradients are IR"): the dispatch over every
+// op of ops.def, and the vector-Jacobian products of the elementwise ops.
+// The other groups live in grad_rules_{reduce,shape,neural}.cpp.
+//
+// Conventions every rule follows: cotangents are computed in the result's
+// dtype, then summed back over broadcast axes and cast to the operand's
+// dtype (Emit::unbroadcast). At a kink the rules pick a subgradient and
+// say which.
+#include "ir/grad_rules.h"
+
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+
+namespace sexpgpu::ir {
+
+bool operand_differentiable(Op op, size_t slot) {
+  if (!info(op).differentiable) return false;
+  switch (op) {
+    case Op::Where: return slot != 0;          // the condition
+    case Op::Take:                             // the ids
+    case Op::IndexAdd:                         // the ids
+    case Op::CrossEntropy: return slot != 1;   // the targets
+    case Op::MaxPool2dGrad: return slot != 0;  // x only picks the routes
+    default: return true;
+  }
+}
+
+Result<Cotangents> vjp(Builder& b, NodeId id, NodeId g, const std::vector<bool>& wanted) {
+  const Node node = b.fn().node(id);  // a copy: the rules append nodes
+  grad::Emit e(b);
+  const grad::Vjp v{e, node, id, g, wanted};
+  switch (node.op) {
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Square:
+    case Op::Relu:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Log1p:
+    case Op::Expm1:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::Gelu:
+    case Op::Silu:
+    case Op::Softplus:
+    case Op::Reciprocal:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Pow:
+    case Op::Maximum:
+    case Op::Minimum:
+    case Op::Atan2:
+    case Op::Where:
+    case Op::Clamp:
+    case Op::Cast: return grad::vjp_elementwise(v);
+    case Op::Sum:
+    case Op::Prod:
+    case Op::Max:
+    case Op::Min:
+    case Op::Mean:
+    case Op::Var:
+    case Op::Std:
+    case Op::LogSumExp:
+    case Op::Norm:
+    case Op::MatMul: return grad::vjp_reduction(v);
+    case Op::Reshape:
+    case Op::Permute:
+    case Op::Expand:
+    case Op::Concat:
+    case Op::Slice:
+    case Op::Take:
+    case Op::IndexAdd:
+    case Op::Pad:
+    case Op::Flip: return grad::vjp_shape(v);
+    case Op::Softmax:
+    case Op::LogSoftmax:
+    case Op::CrossEntropy:
+    case Op::LayerNorm:
+    case Op::RmsNorm:
+    case Op::Attention:
+    case Op::Conv2d:
+    case Op::Conv2dGradInput:
+    case Op::Conv2dGradWeight:
+    case Op::MaxPool2d:
+    case Op::AvgPool2d:
+    case Op::MaxPool2dGrad:
+    case Op::AvgPool2dGrad: return grad::vjp_neural(v);
+    // Leaves have no operands: the sweep ends at them.
+    case Op::Input:
+    case Op::Param: return Cotangents{};
+    case Op::Sign:
+    case Op::Floor:
+    case Op::Ceil:
+    case Op::Round:
+    case Op::LogicalNot:
+    case Op::IsFinite:
+    case Op::Mod:
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge:
+    case Op::Eq:
+    case Op::Ne:
+    case Op::LogicalAnd:
+    case Op::LogicalOr:
+    case Op::ArgMax:
+    case Op::ArgMin:
+    case Op::Full:
+    case Op::Constant:
+    case Op::Arange:
+    case Op::RandomNormal:
+    case Op::RandomUniform:
+    case Op::RandomBernoulli:
+    case Op::StopGradient:
+      return Result<Cotangents>::failure("'" + std::string(info(node.op).ir_name) +
+                                         "' has no gradient");
+  }
+  return Result<Cotangents>::failure("no gradient rule");  // unreachable: -Werror=switch
+}
+
+namespace grad {
+namespace {
+
+// d/dx of gelu(x) = x * Phi(x) is Phi(x) + x * phi(x). The IR has no erf,
+// so Phi comes from the forward result: Phi(x) = y / x, and 1/2 at x = 0.
+NodeId gelu_exact_derivative(Emit& e, NodeId x, NodeId y) {
+  DType d = e.dtype(x);
+  NodeId at_zero = e.op(Op::Eq, {x, e.c(0.0, d)});
+  NodeId safe_x = e.where(at_zero, e.c(1.0, d), x);
+  NodeId cdf = e.where(at_zero, e.c(0.5, d), e.div(y, safe_x));
+  NodeId pdf =
+      e.scale(e.op(Op::Exp, {e.scale(e.mul(x, x), -0.5)}), 1.0 / std::sqrt(2 * std::numbers::pi));
+  return e.add(cdf, e.mul(x, pdf));
+}
+
+// gelu_tanh(x) = x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+NodeId gelu_tanh_derivative(Emit& e, NodeId x) {
+  const double k = std::sqrt(2.0 / std::numbers::pi), a = 0.044715;
+  DType d = e.dtype(x);
+  NodeId x2 = e.mul(x, x);
+  NodeId u = e.scale(e.add(x, e.scale(e.mul(x2, x), a)), k);
+  NodeId t = e.op(Op::Tanh, {u});
+  NodeId du = e.scale(e.add(e.c(1.0, d), e.scale(x2, 3 * a)), k);
+  NodeId sech2 = e.sub(e.c(1.0, d), e.mul(t, t));
+  return e.scale(e.add(e.add(e.c(1.0, d), t), e.mul(e.mul(x, sech2), du)), 0.5);
+}
+
+// dy/dx of a unary op, from x and y = op(x).
+NodeId unary_derivative(Emit& e, const Node& node, NodeId x, NodeId y) {
+  DType d = e.dtype(x);
+  auto one = [&] { return e.c(1.0, d); };
+  switch (node.op) {
+    case Op::Abs: return e.op(Op::Sign, {x});  // 0 at 0
+    case Op::Square: return e.scale(x, 2.0);
+    case Op::Exp: return y;
+    case Op::Log: return e.op(Op::Reciprocal, {x});
+    case Op::Log1p: return e.op(Op::Reciprocal, {e.add(x, one())});
+    case Op::Expm1: return e.add(y, one());
+    case Op::Sqrt: return e.div(e.c(0.5, d), y);
+    case Op::Rsqrt: return e.scale(e.mul(e.mul(y, y), y), -0.5);
+    case Op::Sin: return e.op(Op::Cos, {x});
+    case Op::Cos: return e.neg(e.op(Op::Sin, {x}));
+    case Op::Tanh: return e.sub(one(), e.mul(y, y));
+    case Op::Sigmoid: return e.mul(y, e.sub(one(), y));
+    case Op::Gelu:
+      return node.attrs.approximate.value_or("none") == "tanh" ? gelu_tanh_derivative(e, x)
+                                                               : gelu_exact_derivative(e, x, y);
+    case Op::Silu: {
+      NodeId s = e.op(Op::Sigmoid, {x});
+      return e.mul(s, e.add(one(), e.mul(x, e.sub(one(), s))));
+    }
+    case Op::Softplus: return e.op(Op::Sigmoid, {x});
+    case Op::Reciprocal: return e.neg(e.mul(y, y));
+    default:
+      throw std::logic_error("internal: no unary derivative for " +
+                             std::string(info(node.op).ir_name));
+  }
+}
+
+Cotangents one(NodeId g) {
+  return Cotangents{g};
+}
+
+// maximum/minimum: the cotangent goes to the larger (smaller) operand; at a
+// tie it is split evenly, as PyTorch does.
+Cotangents extremum(const Vjp& v, Op wins) {
+  Emit& e = v.e;
+  NodeId a = v.in_as_result(0), b = v.in_as_result(1);
+  DType d = v.dt();
+  NodeId share_a =
+      e.add(e.cast(e.op(wins, {a, b}), d), e.scale(e.cast(e.op(Op::Eq, {a, b}), d), 0.5));
+  Cotangents out(2);
+  if (v.want(0)) out[0] = e.unbroadcast(e.mul(v.g, share_a), e.type(v.in(0)));
+  if (v.want(1)) out[1] = e.unbroadcast(e.mul(v.g, e.sub(e.c(1.0, d), share_a)), e.type(v.in(1)));
+  return out;
+}
+
+// pow(a, b) = a^b: d/da = b a^(b-1); d/db = a^b log a, taken as 0 where
+// a <= 0 (there the power is only defined for integer b, constant in b).
+Cotangents power(const Vjp& v) {
+  Emit& e = v.e;
+  NodeId a = v.in_as_result(0);
+  DType d = v.dt();
+  Cotangents out(2);
+  if (v.want(0)) {
+    NodeId b = v.in_as_result(1);
+    NodeId da = e.mul(b, e.op(Op::Pow, {a, e.sub(b, e.c(1.0, d))}));
+    out[0] = e.unbroadcast(e.mul(v.g, da), e.type(v.in(0)));
+  }
+  if (v.want(1)) {
+    NodeId positive = e.op(Op::Gt, {a, e.c(0.0, d)});
+    NodeId safe_a = e.where(positive, a, e.c(1.0, d));
+    NodeId db = e.mul(v.self, e.op(Op::Log, {safe_a}));
+    out[1] = e.unbroadcast(e.mul(v.g, e.where0(positive, db)), e.type(v.in(1)));
+  }
+  return out;
+}
+
+// clamp(x, lo, hi) = min(max(x, lo), hi), as PyTorch: the cotangent goes
+// to hi where max(x, lo) > hi, else to lo where x < lo, else to x (ties go
+// to x).
+Cotangents clamp(const Vjp& v) {
+  Emit& e = v.e;
+  NodeId x = v.in(0), lo = v.in_as_result(1), hi = v.in_as_result(2);
+  NodeId above = e.op(Op::Gt, {e.op(Op::Maximum, {x, lo}), hi});
+  NodeId below = e.op(Op::LogicalAnd, {e.op(Op::Lt, {x, lo}), e.op(Op::LogicalNot, {above})});
+  NodeId zero = e.c(0.0, v.dt());
+  Cotangents out(3);
+  if (v.want(0)) out[0] = e.where(e.op(Op::LogicalOr, {above, below}), zero, v.g);
+  if (v.want(1)) out[1] = e.unbroadcast(e.where0(below, v.g), e.type(v.in(1)));
+  if (v.want(2)) out[2] = e.unbroadcast(e.where0(above, v.g), e.type(v.in(2)));
+  return out;
+}
+
+Cotangents binary(const Vjp& v) {
+  Emit& e = v.e;
+  NodeId g = v.g, ga = g, gb = g;
+  auto a = [&] { return v.in_as_result(0); };  // built only where a rule reads it
+  auto b = [&] { return v.in_as_result(1); };
+  switch (v.node.op) {
+    case Op::Add: break;
+    case Op::Sub: gb = e.neg(g); break;
+    case Op::Mul:
+      if (v.want(0)) ga = e.mul(g, b());
+      if (v.want(1)) gb = e.mul(g, a());
+      break;
+    case Op::Div:
+      if (v.want(0)) ga = e.div(g, b());
+      if (v.want(1)) gb = e.neg(e.div(e.mul(g, v.self), b()));
+      break;
+    case Op::Atan2: {  // atan2(a, b): d/da = b / (a^2+b^2), d/db = -a / (a^2+b^2)
+      NodeId av = a(), bv = b();
+      NodeId r2 = e.add(e.mul(av, av), e.mul(bv, bv));
+      if (v.want(0)) ga = e.div(e.mul(g, bv), r2);
+      if (v.want(1)) gb = e.neg(e.div(e.mul(g, av), r2));
+      break;
+    }
+    default: throw std::logic_error("internal: not a binary rule");
+  }
+  Cotangents out(2);
+  if (v.want(0)) out[0] = e.unbroadcast(ga, e.type(v.in(0)));
+  if (v.want(1)) out[1] = e.unbroadcast(gb, e.type(v.in(1)));
+  return out;
+}
+
+}  // namespace
+
+Cotangents vjp_elementwise(const Vjp& v) {
+  Emit& e = v.e;
+  switch (v.node.op) {
+    case Op::Neg: return one(e.neg(v.g));
+    case Op::Relu: return one(e.where0(e.op(Op::Gt, {v.in(0), e.c(0.0, v.dt())}), v.g));  // 0 at 0
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Atan2: return binary(v);
+    case Op::Pow: return power(v);
+    case Op::Maximum: return extremum(v, Op::Gt);
+    case Op::Minimum: return extremum(v, Op::Lt);
+    case Op::Where: {
+      NodeId cond = v.in(0), zero = e.c(0.0, v.dt());
+      Cotangents out(3);
+      if (v.want(1)) out[1] = e.unbroadcast(e.where(cond, v.g, zero), e.type(v.in(1)));
+      if (v.want(2)) out[2] = e.unbroadcast(e.where(cond, zero, v.g), e.type(v.in(2)));
+      return out;
+    }
+    case Op::Clamp: return clamp(v);
+    case Op::Cast: return one(e.cast(v.g, e.dtype(v.in(0))));
+    default: {
+      NodeId x = v.in(0);
+      return one(e.mul(v.g, unary_derivative(e, v.node, x, v.self)));
+    }
+  }
+}
+
+}  // namespace grad
+}  // namespace sexpgpu::ir

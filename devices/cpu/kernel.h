@@ -1,0 +1,59 @@
+// The interface between the CPU plan (plan.h) and its kernels: a factory
+// per op family turns one lowered node, with its operand types, into a
+// Kernel whose dtype dispatch, strides and sizes are all resolved; running
+// it is then a plain call on the buffers.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+
+#include "ir/ops.h"
+
+namespace sexpgpu::cpu {
+
+// Reads inputs[i] (dense row-major, of the request's input types) and writes
+// output. Returns "" or a run-time error (e.g. an id out of range in take).
+using KernelFn = std::function<std::string(const void* const* inputs, void* output)>;
+
+struct Kernel {
+  KernelFn fn;
+  std::string name;  // for the lowering report: "add<f32> same-shape"
+};
+
+struct KernelRequest {
+  ir::Op op;
+  const ir::Attrs& attrs;
+  std::span<const ir::TensorType> inputs;
+  const ir::TensorType& output;
+  int threads;  // worker threads a kernel may use (>= 1, thread_pool.h)
+};
+
+using KernelResult = ir::Result<Kernel>;
+
+// Dispatches on the op to the family factories below (kernels.cpp).
+KernelResult make_kernel(const KernelRequest& request);
+
+// The families, one file each.
+KernelResult make_elementwise_kernel(const KernelRequest& request);  // kernels_elementwise.cpp
+KernelResult make_cast_kernel(const KernelRequest& request);         // kernels_cast.cpp
+KernelResult make_creation_kernel(const KernelRequest& request);     // kernels_cast.cpp
+KernelResult make_random_kernel(const KernelRequest& request);       // kernels_random.cpp
+KernelResult make_reduce_kernel(const KernelRequest& request);       // kernels_reduce.cpp
+KernelResult make_shape_kernel(const KernelRequest& request);        // kernels_shape.cpp
+KernelResult make_matmul_kernel(const KernelRequest& request);       // kernels_matmul.cpp
+KernelResult make_nn_kernel(const KernelRequest& request);           // kernels_nn.cpp
+KernelResult make_attention_kernel(const KernelRequest& request);    // kernels_attention.cpp
+KernelResult make_conv_kernel(const KernelRequest& request);         // kernels_conv.cpp
+KernelResult make_pool_kernel(const KernelRequest& request);         // kernels_pool.cpp
+
+// A copy of `bytes` bytes (reshape/stop_gradient when not aliased, outputs
+// that are inputs).
+Kernel make_copy_kernel(size_t bytes);
+
+// "add<f32>": the op's IR name and the compute dtype, for kernel names.
+std::string kernel_label(ir::Op op, ir::DType dtype);
+// The failure every factory gives for a dtype it has no kernel for.
+KernelResult no_kernel(const KernelRequest& request, const std::string& why);
+
+}  // namespace sexpgpu::cpu

@@ -1,0 +1,148 @@
+// Inserting the casts of lower.h.
+#include "lower.h"
+
+#include <map>
+#include <optional>
+#include <utility>
+
+namespace sexpgpu::cpu {
+namespace {
+
+using ir::DType;
+using ir::Op;
+using ir::Rule;
+
+// What one IR node computes in: the dtype C its value operands are cast to,
+// which operands those are, and whether its result is in C (else it keeps
+// its own dtype: comparisons, predicates, argmax).
+struct ComputeSpec {
+  DType dtype;
+  std::vector<size_t> value_operands;
+  bool result_in_compute_dtype = true;
+};
+
+std::vector<size_t> all_operands(const ir::Node& n) {
+  std::vector<size_t> v;
+  for (size_t i = 0; i < n.inputs.size(); ++i) v.push_back(i);
+  return v;
+}
+
+// nullopt: the node moves or makes data and needs no casts.
+std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& n) {
+  DType out = n.type.dtype;
+  auto in = [&](size_t i) { return fn.type(n.inputs[i]).dtype; };
+  switch (ir::info(n.op).rule) {
+    case Rule::UnarySame:
+      if (n.op == Op::StopGradient) return std::nullopt;
+      return ComputeSpec{out, {0}};
+    case Rule::UnaryFloat:
+    case Rule::ReduceSame:
+    case Rule::ReduceFloat:
+    case Rule::AxisSameFloat:
+    case Rule::CrossEntropy:
+    case Rule::Pool2d: return ComputeSpec{out, {0}};
+    case Rule::IndexAdd: return ComputeSpec{out, {0}};
+    case Rule::UnaryBool:
+    case Rule::ReduceIndex: return ComputeSpec{in(0), {0}, false};
+    case Rule::BinaryPromote:
+    case Rule::BinaryFloat:
+    case Rule::MatMul:
+    case Rule::Conv2d:
+    case Rule::Conv2dGrad: return ComputeSpec{out, {0, 1}};
+    case Rule::Compare: return ComputeSpec{ir::promote(in(0), in(1)), {0, 1}, false};
+    case Rule::Clamp:
+    case Rule::Norm:
+    case Rule::Pool2dGrad: return ComputeSpec{out, all_operands(n)};
+    case Rule::Attention: {
+      ComputeSpec s{out, {0, 1, 2}};
+      if (n.inputs.size() > 3 && in(3) != DType::Bool) s.value_operands.push_back(3);
+      return s;
+    }
+    case Rule::Where:
+    case Rule::Cast:
+    case Rule::FromAttrs:
+    case Rule::Random:
+    case Rule::Reshape:
+    case Rule::Permute:
+    case Rule::Expand:
+    case Rule::Concat:
+    case Rule::Slice:
+    case Rule::Take:
+    case Rule::Pad:
+    case Rule::Flip: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The dtype a kernel really computes C in.
+DType widened(DType c, Op op) {
+  if (c == DType::BF16 || c == DType::F16) return DType::F32;
+  Rule rule = ir::info(op).rule;
+  bool float_only = rule == Rule::AxisSameFloat || rule == Rule::CrossEntropy ||
+                    rule == Rule::Norm || rule == Rule::Attention || rule == Rule::Pool2d ||
+                    rule == Rule::Pool2dGrad;
+  if (float_only && !ir::is_float(c)) return DType::F64;  // exact for every i32/u8/u16/bool value
+  if (c == DType::Bool) return DType::U8;
+  return c;
+}
+
+class Lowerer {
+ public:
+  explicit Lowerer(const ir::Function& fn) : fn_(fn) {}
+
+  Lowered run() {
+    for (ir::NodeId id = 0; id < ir::NodeId(fn_.nodes.size()); ++id) lower_node(id);
+    return std::move(out_);
+  }
+
+ private:
+  ir::NodeId add(LoweredNode n) {
+    out_.nodes.push_back(std::move(n));
+    return ir::NodeId(out_.nodes.size() - 1);
+  }
+
+  // Lowered node `src` as `dtype`: itself, or a (shared) cast of it.
+  ir::NodeId as_dtype(ir::NodeId src, DType dtype, ir::NodeId origin) {
+    if (out_.nodes[size_t(src)].type.dtype == dtype) return src;
+    auto key = std::make_pair(src, dtype);
+    if (auto it = casts_.find(key); it != casts_.end()) return it->second;
+    ir::TensorType t{dtype, out_.nodes[size_t(src)].type.shape};
+    ir::NodeId id = add(LoweredNode{Op::Cast, {src}, t, {}, origin});
+    casts_[key] = id;
+    return id;
+  }
+
+  void lower_node(ir::NodeId id) {
+    const ir::Node& n = fn_.node(id);
+    LoweredNode ln{n.op, {}, n.type, n.attrs, id};
+    for (ir::NodeId operand : n.inputs) ln.inputs.push_back(out_.of_original[size_t(operand)]);
+    std::optional<ComputeSpec> spec = compute_spec(fn_, n);
+    if (n.op == Op::Where)  // selection: both values in the result dtype, no arithmetic
+      for (size_t i = 1; i < 3; ++i) ln.inputs[i] = as_dtype(ln.inputs[i], n.type.dtype, -1);
+    if (!spec) {
+      out_.of_original.push_back(add(std::move(ln)));
+      return;
+    }
+    DType compute = widened(spec->dtype, n.op);
+    for (size_t i : spec->value_operands) ln.inputs[i] = as_dtype(ln.inputs[i], compute, -1);
+    if (!spec->result_in_compute_dtype || compute == n.type.dtype) {
+      out_.of_original.push_back(add(std::move(ln)));
+      return;
+    }
+    ln.type.dtype = compute;
+    ir::NodeId computed = add(std::move(ln));
+    out_.of_original.push_back(as_dtype(computed, n.type.dtype, id));
+  }
+
+  const ir::Function& fn_;
+  Lowered out_;
+  std::map<std::pair<ir::NodeId, DType>, ir::NodeId> casts_;
+};
+
+}  // namespace
+
+Lowered lower(const ir::Function& fn) {
+  return Lowerer(fn).run();
+}
+
+}  // namespace sexpgpu::cpu
