@@ -84,7 +84,8 @@ Cotangents reduction(const Vjp& v) {
 
 // NumPy matmul: a 1-D left operand is a row [1,k], a 1-D right one a column
 // [k,1]; with those made 2-D, da = g b^T and db = a^T g, each summed back
-// over the batch axes it was broadcast along.
+// over the batch axes it was broadcast along (for a 2-D b, by folding the
+// batch into the rows of one product).
 Cotangents matmul(const Vjp& v) {
   Emit& e = v.e;
   Shape as = e.shape(v.in(0)), bs = e.shape(v.in(1));
@@ -105,7 +106,17 @@ Cotangents matmul(const Vjp& v) {
     out[0] = e.cast(*out[0], e.dtype(v.in(0)));
   }
   if (v.want(1)) {
-    NodeId gb = e.op(Op::MatMul, {e.swap_last2(e.reshape(v.in_as_result(0), a2)), g});
+    NodeId gb;
+    if (b2.rank() == 2 && a2.rank() > 2 && a2[a2.rank() - 1] > 0) {
+      // A shared weight (x [B, T, K] @ w [K, N]): one [K, B*T] @ [B*T, N]
+      // product, not B batched products summed over B afterwards.
+      int64_t rows = *a2.numel() / a2[a2.rank() - 1];
+      NodeId a_rows = e.reshape(v.in_as_result(0), Shape{rows, a2[a2.rank() - 1]});
+      NodeId g_rows = e.reshape(g, Shape{rows, g2[g2.rank() - 1]});
+      gb = e.op(Op::MatMul, {e.swap_last2(a_rows), g_rows});
+    } else {
+      gb = e.op(Op::MatMul, {e.swap_last2(e.reshape(v.in_as_result(0), a2)), g});
+    }
     out[1] = e.reshape(e.unbroadcast(gb, TensorType{v.dt(), b2}), bs);
     out[1] = e.cast(*out[1], e.dtype(v.in(1)));
   }

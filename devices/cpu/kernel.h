@@ -4,6 +4,7 @@
 // it is then a plain call on the buffers.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <span>
 #include <string>
@@ -27,6 +28,9 @@ struct KernelRequest {
   std::span<const ir::TensorType> inputs;
   const ir::TensorType& output;
   int threads;  // worker threads a kernel may use (>= 1, thread_pool.h)
+  // matmul: operand i (typed above as the op sees it) is stored with its
+  // last two axes swapped (lower.h, fold_transposes).
+  std::array<bool, 2> transposed{};
 };
 
 using KernelResult = ir::Result<Kernel>;

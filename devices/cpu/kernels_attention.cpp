@@ -5,6 +5,7 @@
 // i sees keys j <= i + Tk - Tq. A bool mask keeps where true; a float mask
 // is added; either broadcasts to [B,H,Tq,Tk]. A query that sees no key
 // (everything masked) gets zeros.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "geometry.h"
 #include "kernel.h"
 #include "storage.h"
+#include "vector_math.h"
 
 namespace sexpgpu::cpu {
 namespace {
@@ -75,6 +77,17 @@ Kernel attention_kernel(const KernelRequest& r) {
             } else {
               row[j] += static_cast<const T*>(mask)[m];
             }
+          }
+          if constexpr (std::is_same_v<T, float>) {
+            // -inf in every entry (sees no key) leaves the row's max -inf.
+            float mx = -std::numeric_limits<float>::infinity();
+            for (int64_t j = 0; j < g.Tk; ++j) mx = std::max(mx, row[j]);
+            if (std::isinf(mx) && mx < 0) {
+              std::fill(row, row + g.Tk, 0.0f);
+            } else {
+              vmath::softmax_f32(row, row, g.Tk);
+            }
+            continue;
           }
           double mx = -std::numeric_limits<double>::infinity();
           for (int64_t j = 0; j < g.Tk; ++j) mx = std::fmax(mx, double(row[j]));

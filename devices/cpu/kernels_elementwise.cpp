@@ -5,11 +5,13 @@
 // scalar operands take tight loops the compiler vectorises; anything else
 // walks the collapsed broadcast space row by row.
 #include <cstring>
+#include <optional>
 
 #include "geometry.h"
 #include "kernel.h"
 #include "scalar_ops.h"
 #include "storage.h"
+#include "vector_math.h"
 
 namespace sexpgpu::cpu {
 namespace {
@@ -73,6 +75,38 @@ Kernel binary_kernel(const KernelRequest& r, F f, const std::string& label) {
   return Kernel{std::move(fn), label + (flat ? " flat" : " broadcast")};
 }
 
+// One row of a ternary op whose operands each advance by 1 (true) or stay
+// put (false): the common where/clamp shapes (same-shape tensors and
+// scalars), as loops the compiler vectorises.
+template <bool kX, bool kY, bool kZ, class X, class Y, class Z, class O, class F>
+void ternary_unit_row(int64_t n, const X* x, const Y* y, const Z* z, O* o, F f) {
+  const X x0 = *x;
+  const Y y0 = *y;
+  const Z z0 = *z;
+  for (int64_t i = 0; i < n; ++i) o[i] = f(kX ? x[i] : x0, kY ? y[i] : y0, kZ ? z[i] : z0);
+}
+
+template <class X, class Y, class Z, class O, class F>
+void ternary_row(int64_t n, const X* x, int64_t sx, const Y* y, int64_t sy, const Z* z, int64_t sz,
+                 O* o, F f) {
+  if (n <= 0) return;
+  auto unit = [](int64_t s) { return s == 0 || s == 1; };
+  if (!unit(sx) || !unit(sy) || !unit(sz)) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i * sx], y[i * sy], z[i * sz]);
+    return;
+  }
+  switch ((sx << 2) | (sy << 1) | sz) {
+    case 0: return ternary_unit_row<false, false, false>(n, x, y, z, o, f);
+    case 1: return ternary_unit_row<false, false, true>(n, x, y, z, o, f);
+    case 2: return ternary_unit_row<false, true, false>(n, x, y, z, o, f);
+    case 3: return ternary_unit_row<false, true, true>(n, x, y, z, o, f);
+    case 4: return ternary_unit_row<true, false, false>(n, x, y, z, o, f);
+    case 5: return ternary_unit_row<true, false, true>(n, x, y, z, o, f);
+    case 6: return ternary_unit_row<true, true, false>(n, x, y, z, o, f);
+    default: return ternary_unit_row<true, true, true>(n, x, y, z, o, f);
+  }
+}
+
 // out = f(x, y, z) with broadcasting (where, clamp); operands (out, x, y, z).
 template <class X, class Y, class Z, class O, class F>
 Kernel ternary_kernel(const KernelRequest& r, F f, const std::string& label) {
@@ -82,22 +116,45 @@ Kernel ternary_kernel(const KernelRequest& r, F f, const std::string& label) {
                     broadcast_strides(r.inputs[2].shape, out)};
   Space sp = make_space(out, strides);
   int threads = r.threads;
+  bool flat = sp.dims.size() <= 1;
   KernelFn fn = [sp, threads, f](const void* const* in, void* out_ptr) -> std::string {
     const X* x = static_cast<const X*>(in[0]);
     const Y* y = static_cast<const Y*>(in[1]);
     const Z* z = static_cast<const Z*>(in[2]);
     O* o = static_cast<O*>(out_ptr);
     int64_t sx = sp.inner_stride(1), sy = sp.inner_stride(2), sz = sp.inner_stride(3);
+    if (sp.dims.size() <= 1) {  // one flat run: split it across threads directly
+      parallel_range(sp.numel, 4, threads, [&](int64_t b, int64_t e) {
+        ternary_row(e - b, x + b * sx, sx, y + b * sy, sy, z + b * sz, sz, o + b, f);
+      });
+      return {};
+    }
     for_each_row(sp, threads, 4, [&](int64_t n, const std::array<int64_t, kMaxOperands>& off) {
-      const X* xr = x + off[1];
-      const Y* yr = y + off[2];
-      const Z* zr = z + off[3];
-      O* orow = o + off[0];
-      for (int64_t i = 0; i < n; ++i) orow[i] = f(xr[i * sx], yr[i * sy], zr[i * sz]);
+      ternary_row(n, x + off[1], sx, y + off[2], sy, z + off[3], sz, o + off[0], f);
     });
     return {};
   };
-  return Kernel{std::move(fn), label};
+  return Kernel{std::move(fn), label + (flat ? " flat" : " broadcast")};
+}
+
+// out = f(x) where f maps a contiguous run (x, o, n) at once (vector_math.h).
+template <class F>
+Kernel unary_run_kernel(int64_t n, int threads, F f, std::string name) {
+  KernelFn fn = [n, threads, f](const void* const* in, void* out) -> std::string {
+    const float* x = static_cast<const float*>(in[0]);
+    float* o = static_cast<float*>(out);
+    parallel_range(n, 16, threads, [&](int64_t b, int64_t e) { f(x + b, o + b, e - b); });
+    return {};
+  };
+  return Kernel{std::move(fn), std::move(name)};
+}
+
+// The f32 ops whose libm calls keep their loops from vectorising.
+std::optional<Kernel> vectorised_f32(const KernelRequest& r, int64_t n, const std::string& label) {
+  if (r.op == Op::Exp) return unary_run_kernel(n, r.threads, vmath::exp_f32, label + " vector");
+  if (r.op == Op::Gelu && r.attrs.approximate.value_or("none") == "none")
+    return unary_run_kernel(n, r.threads, vmath::gelu_f32, label + " vector");
+  return std::nullopt;
 }
 
 #define SG_UNARY_CASE(OP)      \
@@ -120,6 +177,8 @@ KernelResult unary_same(const KernelRequest& r) {
     SG_UNARY_CASE(Round);
     default: break;
   }
+  if constexpr (std::is_same_v<T, float>)
+    if (std::optional<Kernel> k = vectorised_f32(r, n, label)) return *std::move(k);
   if constexpr (std::is_floating_point_v<T>) {
     switch (r.op) {
       SG_UNARY_CASE(Exp);

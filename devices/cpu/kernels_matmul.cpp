@@ -2,7 +2,8 @@
 // axes broadcast; a 1-D a is a row [1, K] and a 1-D b a column [K, 1], the
 // added axis dropped from the result. One gemm per batch element, or one
 // gemm for all of them when b has no batch (x [B, T, K] @ w [K, N] is then
-// [B*T, K] @ [K, N]).
+// [B*T, K] @ [K, N]). An operand folded from a permute of its last two axes
+// (KernelRequest::transposed) is read in place with gemm's transpose flag.
 #include <vector>
 
 #include "gemm.h"
@@ -19,7 +20,7 @@ struct MatmulGeometry {
   bool folded = false;                        // one gemm of M*batch rows
 };
 
-MatmulGeometry matmul_geometry(const ir::Shape& a, const ir::Shape& b) {
+MatmulGeometry matmul_geometry(const ir::Shape& a, const ir::Shape& b, bool trans_a) {
   MatmulGeometry g;
   Dims da(a.begin(), a.end()), db(b.begin(), b.end());
   if (da.size() == 1) da.insert(da.begin(), 1);
@@ -31,7 +32,8 @@ MatmulGeometry matmul_geometry(const ir::Shape& a, const ir::Shape& b) {
   ir::Shape batch = *ir::broadcast_shapes(ba, bb);
   int64_t count = numel(batch);
   bool b_unbatched = numel(bb) == 1;
-  if (b_unbatched && numel(ba) == count) {
+  // A transposed a's rows are not contiguous across batch elements.
+  if (b_unbatched && numel(ba) == count && !trans_a) {
     g.folded = true;
     g.M *= count;
     g.a_offsets = {0};
@@ -55,16 +57,20 @@ MatmulGeometry matmul_geometry(const ir::Shape& a, const ir::Shape& b) {
 
 template <class T>
 Kernel matmul_kernel(const KernelRequest& r) {
-  MatmulGeometry g = matmul_geometry(r.inputs[0].shape, r.inputs[1].shape);
+  auto [ta, tb] = r.transposed;
+  MatmulGeometry g = matmul_geometry(r.inputs[0].shape, r.inputs[1].shape, ta);
   std::string name = kernel_label(ir::Op::MatMul, r.output.dtype) +
-                     (g.folded ? " folded" : " batched x" + std::to_string(g.a_offsets.size()));
-  KernelFn fn = [g](const void* const* in, void* out) -> std::string {
+                     (g.folded ? " folded" : " batched x" + std::to_string(g.a_offsets.size())) +
+                     (ta ? " a^T" : "") + (tb ? " b^T" : "");
+  // A transposed operand is stored [.., K, M] (a) or [.., N, K] (b).
+  int64_t lda = ta ? g.M : g.K, ldb = tb ? g.K : g.N;
+  KernelFn fn = [g, ta, tb, lda, ldb](const void* const* in, void* out) -> std::string {
     const T* a = static_cast<const T*>(in[0]);
     const T* b = static_cast<const T*>(in[1]);
     T* c = static_cast<T*>(out);
     for (size_t i = 0; i < g.a_offsets.size(); ++i)
-      gemm<T>(false, false, g.M, g.N, g.K, T(1), a + g.a_offsets[i], g.K, b + g.b_offsets[i], g.N,
-              T(0), c + int64_t(i) * g.M * g.N, g.N);
+      gemm<T>(ta, tb, g.M, g.N, g.K, T(1), a + g.a_offsets[i], lda, b + g.b_offsets[i], ldb, T(0),
+              c + int64_t(i) * g.M * g.N, g.N);
     return {};
   };
   return Kernel{std::move(fn), std::move(name)};

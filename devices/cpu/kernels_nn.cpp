@@ -9,6 +9,7 @@
 #include "geometry.h"
 #include "kernel.h"
 #include "storage.h"
+#include "vector_math.h"
 
 namespace sexpgpu::cpu {
 namespace {
@@ -29,6 +30,9 @@ AxisGeometry axis_geometry(const ir::Shape& x, int64_t axis) {
 // softmax or log_softmax of the strided row x[k*s], k < K, into o[k*s].
 template <class T, bool kLog>
 void softmax_row(const T* x, T* o, int64_t K, int64_t s) {
+  if constexpr (std::is_same_v<T, float> && !kLog) {
+    if (s == 1) return vmath::softmax_f32(x, o, K);
+  }
   double m = -std::numeric_limits<double>::infinity();
   for (int64_t k = 0; k < K; ++k) m = std::fmax(m, double(x[k * s]));
   if (std::isinf(m) && m < 0) m = 0;  // every entry -inf: exp gives 0s, the sum 0

@@ -4,6 +4,7 @@
 // Each output element reduces a sequence of K inputs: contiguous when the
 // reduced axes are the trailing ones (the fast, common case), a run of stride
 // `inner` when they are one block in the middle, or a list of offsets.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -157,6 +158,29 @@ O reduce_one(int64_t K, Get get, int64_t correction) {
   }
 }
 
+// Sum or mean of a middle block (e.g. [B, T, C] -> [C], the gradient of a
+// broadcast bias): output o = (g, j) sums x[g*K*inner + k*inner + j] over
+// k. Walking whole rows of `inner` contiguous elements into a small
+// accumulator tile vectorises; one strided sequence per output does not.
+template <Op op, class T, class O>
+void sum_block_rows(const T* x, O* o, const ReduceLayout& L, int64_t begin, int64_t end) {
+  constexpr int64_t kTile = 256;
+  Acc<T> acc[kTile];
+  for (int64_t i = begin; i < end;) {
+    int64_t group = i / L.inner, j0 = i % L.inner;
+    int64_t width = std::min({kTile, L.inner - j0, end - i});
+    const T* base = x + group * L.K * L.inner + j0;
+    for (int64_t j = 0; j < width; ++j) acc[j] = 0;
+    for (int64_t k = 0; k < L.K; ++k) {
+      const T* row = base + k * L.inner;
+      for (int64_t j = 0; j < width; ++j) acc[j] = scalar::wrap_add(acc[j], Acc<T>(row[j]));
+    }
+    for (int64_t j = 0; j < width; ++j)
+      o[i + j] = op == Op::Mean ? O(double(acc[j]) / double(L.K)) : O(acc[j]);
+    i += width;
+  }
+}
+
 template <Op op, class T, class O>
 Kernel reduce_kernel(const KernelRequest& r) {
   ReduceLayout L = layout_of(r.inputs[0].shape, r.attrs);
@@ -168,6 +192,13 @@ Kernel reduce_kernel(const KernelRequest& r) {
   KernelFn fn = [L, correction, threads](const void* const* in, void* out) -> std::string {
     const T* x = static_cast<const T*>(in[0]);
     O* o = static_cast<O*>(out);
+    if constexpr (op == Op::Sum || op == Op::Mean) {
+      if (L.block) {
+        parallel_range(L.outputs, L.K, threads,
+                       [&](int64_t b, int64_t e) { sum_block_rows<op, T, O>(x, o, L, b, e); });
+        return {};
+      }
+    }
     parallel_range(L.outputs, L.K, threads, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const T* base = x + L.base(i);

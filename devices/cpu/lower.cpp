@@ -139,10 +139,35 @@ class Lowerer {
   std::map<std::pair<ir::NodeId, DType>, ir::NodeId> casts_;
 };
 
+bool swaps_last_two(const LoweredNode& n) {
+  if (n.op != Op::Permute || !n.attrs.axes) return false;
+  const auto& axes = *n.attrs.axes;
+  int64_t rank = int64_t(axes.size());
+  if (rank < 2) return false;
+  auto axis = [&](int64_t a) {
+    return axes[size_t(a)] < 0 ? axes[size_t(a)] + rank : axes[size_t(a)];
+  };
+  for (int64_t a = 0; a < rank - 2; ++a)
+    if (axis(a) != a) return false;
+  return axis(rank - 2) == rank - 1 && axis(rank - 1) == rank - 2;
+}
+
 }  // namespace
 
 Lowered lower(const ir::Function& fn) {
   return Lowerer(fn).run();
+}
+
+void fold_transposes(Lowered& lowered) {
+  for (LoweredNode& n : lowered.nodes) {
+    if (n.op != Op::MatMul) continue;
+    for (size_t i = 0; i < 2; ++i) {
+      const LoweredNode& operand = lowered.nodes[size_t(n.inputs[i])];
+      if (!swaps_last_two(operand)) continue;
+      n.inputs[i] = operand.inputs[0];
+      n.transposed[i] = true;
+    }
+  }
 }
 
 }  // namespace sexpgpu::cpu

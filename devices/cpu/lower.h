@@ -7,6 +7,7 @@
 // back (x != 0). Kernels then need only f32, f64, i32, i64, u8 and u16.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "ir/graph.h"
@@ -20,6 +21,9 @@ struct LoweredNode {
   ir::Attrs attrs;
   ir::NodeId
       origin;  // the IR node it computes (for a cast after it: the same); -1: an operand cast
+  // matmul only: operand i is stored with its last two axes swapped (a
+  // permute folded into the gemm's transpose flag, see fold_transposes).
+  std::array<bool, 2> transposed{};
 };
 
 struct Lowered {
@@ -28,5 +32,11 @@ struct Lowered {
 };
 
 Lowered lower(const ir::Function& fn);
+
+// Points each matmul operand that is a permute swapping only the last two
+// axes at the permute's operand, marking it transposed: gemm reads it
+// transposed in place, and the permute's copy is gone unless something
+// else reads it (the plan drops dead nodes).
+void fold_transposes(Lowered& lowered);
 
 }  // namespace sexpgpu::cpu

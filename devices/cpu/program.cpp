@@ -90,6 +90,7 @@ std::string CpuProgram::build(const ir::Function& fn, const Options& options) {
   fn_ = fn;
   int threads = options.threads > 0 ? options.threads : ThreadPool::instance().size();
   Lowered lowered = lower(fn_);
+  fold_transposes(lowered);
   if (std::string e = plan(lowered, std::max(threads, 1)); !e.empty()) return e;
   arena_ = allocate_arena(arena_bytes_);
   if (arena_bytes_ > 0 && !arena_)
@@ -133,8 +134,13 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
     root[i] = i;
     const LoweredNode& n = nodes[i];
     if (!live[i] || n.op == Op::Input || n.op == Op::Param) continue;
-    std::vector<ir::TensorType> in_types;
-    for (NodeId in : n.inputs) in_types.push_back(nodes[size_t(in)].type);
+    std::vector<ir::TensorType> in_types;  // as the op sees them: transposed operands swapped back
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      ir::TensorType t = nodes[size_t(n.inputs[k])].type;
+      if (k < 2 && n.transposed[k])
+        std::swap(t.shape[t.shape.rank() - 2], t.shape[t.shape.rank() - 1]);
+      in_types.push_back(std::move(t));
+    }
     bool aliasable = n.op == Op::Reshape || n.op == Op::StopGradient;
     if (aliasable && !placed[i]) {
       root[i] = root[size_t(n.inputs[0])];
@@ -142,7 +148,8 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
       placed[i] = true;
       continue;
     }
-    KernelResult k = make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, threads});
+    KernelResult k =
+        make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, threads, n.transposed});
     if (!k) return node_label(fn_, n.origin, n.op) + ": " + k.error();
     if (n.op == Op::Full || n.op == Op::Constant || n.op == Op::Arange) {
       std::vector<std::byte> data(bytes_of(n.type));

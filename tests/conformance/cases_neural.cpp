@@ -1,0 +1,211 @@
+// Conformance cases of the shape ops (reshape .. flip, with integer ids in
+// range for take and index_add) and the neural ops (softmax, cross_entropy,
+// the norms, attention, conv2d and the pools, with their gradient helpers).
+#include "case_builder.h"
+
+namespace conformance {
+
+namespace {
+
+Attrs axis_attr(int64_t axis) {
+  Attrs a;
+  a.axis = axis;
+  return a;
+}
+
+// `n` ids in [0, bound), of an integer dtype.
+NodeId ids(CaseBuilder& c, DType d, const Shape& shape, int64_t bound) {
+  Values v(static_cast<size_t>(*shape.numel()));
+  for (double& x : v) x = double(c.integer(0, bound - 1));
+  return c.input(d, shape, v);
+}
+
+Case shape_op(std::string label, Op op, Shape in, Attrs attrs) {
+  return {label, op, 1, [=](CaseBuilder& c) { return c.op(op, {c.input(in)}, attrs); }};
+}
+
+Case slice(Shape in, Dims starts, Dims ends, Dims steps) {
+  Attrs a;
+  a.starts = starts, a.ends = ends, a.steps = steps;
+  return shape_op("", Op::Slice, in, a);
+}
+
+Case take(Shape table, DType id_dtype, Shape id_shape, int64_t axis) {
+  return {"ids " + std::string(ir::ir_name(id_dtype)), Op::Take, 1, [=](CaseBuilder& c) {
+            NodeId x = c.input(table);
+            return c.op(Op::Take, {x, ids(c, id_dtype, id_shape, table[axis])}, axis_attr(axis));
+          }};
+}
+
+Case index_add(Shape g, DType id_dtype, Shape x, int64_t axis) {
+  return {"ids " + std::string(ir::ir_name(id_dtype)), Op::IndexAdd, double(g[axis]),
+          [=](CaseBuilder& c) {
+            NodeId gn = c.input(g);
+            Attrs a = axis_attr(axis);
+            a.shape = Dims(x.begin(), x.end());
+            return c.op(Op::IndexAdd, {gn, ids(c, id_dtype, {g[axis]}, x[axis])}, a);
+          }};
+}
+
+}  // namespace
+
+std::vector<Case> shape_cases(Op op) {
+  Attrs a;
+  switch (op) {
+    case Op::Reshape: a.shape = dims({4, 6}); return {shape_op("", op, {2, 3, 4}, a)};
+    case Op::Permute: a.axes = dims({2, 0, 1}); return {shape_op("", op, {2, 3, 4}, a)};
+    case Op::Expand:
+      a.shape = dims({2, 3, 4});
+      return {shape_op("", op, {3, 1}, a), shape_op("", op, {}, a)};
+    case Op::Concat:
+      return {{"axis 1", op, 1,
+               [](CaseBuilder& c) {
+                 NodeId x = c.input({2, 1}), y = c.input({2, 3}), z = c.input({2, 2});
+                 return c.op(Op::Concat, {x, y, z}, axis_attr(1));
+               }},
+              {"one operand", op, 1, [](CaseBuilder& c) {
+                 return c.op(Op::Concat, {c.input({2, 3})}, axis_attr(0));
+               }}};
+    case Op::Slice:
+      return {slice({5, 7}, dims({1, 0}), dims({5, 7}), dims({2, 3})),
+              slice({4, 7}, dims({0, 2}), dims({3, 6}), dims({1, 4}))};
+    case Op::Take:
+      return {take({5, 3}, DType::I32, {2, 3}, 0), take({3, 5}, DType::I64, {4}, 1),
+              take({5, 3}, DType::U8, {}, 0)};
+    case Op::IndexAdd:
+      return {index_add({4, 3}, DType::I32, {5, 3}, 0), index_add({2, 4}, DType::I64, {2, 3}, 1)};
+    case Op::Pad:
+      a.pads = dims({1, 0, 2, 1});
+      a.value = 1;
+      return {shape_op("", op, {2, 3}, a)};
+    case Op::Flip: a.axes = dims({0, 2}); return {shape_op("", op, {2, 3, 4}, a)};
+    default: return {};
+  }
+}
+
+namespace {
+
+Case cross_entropy(std::string label, Shape logits, DType target_dtype, std::string reduction,
+                   std::optional<int64_t> ignore = {}) {
+  double terms = double(*logits.numel());
+  return {label, Op::CrossEntropy, terms, [=](CaseBuilder& c) {
+            Attrs a;
+            a.reduction = reduction;
+            a.ignore_index = ignore;
+            int64_t classes = logits[logits.rank() - 1];
+            Shape rows(Dims(logits.begin(), logits.end() - 1));
+            Values t(static_cast<size_t>(*rows.numel()));
+            for (double& x : t) x = double(c.integer(0, classes - 1));
+            if (ignore) t[1] = double(*ignore);  // at least one ignored row
+            NodeId z = c.input(logits);
+            return c.op(Op::CrossEntropy, {z, c.input(target_dtype, rows, t)}, a);
+          }};
+}
+
+// attention of [1,2,tq,4] queries over [1,2,tk,4] keys and values; mask 0:
+// none, 1: a float mask added, 2: a boolean mask [tq,tk].
+Case attention(std::string label, int64_t tq, int64_t tk, bool causal, int mask) {
+  return {label, Op::Attention, double(tk * 4), [=](CaseBuilder& c) {
+            Attrs a;
+            a.scale = 0.5;
+            a.causal = causal;
+            NodeId q = c.input({1, 2, tq, 4}, Draw::Unit), k = c.input({1, 2, tk, 4}, Draw::Unit);
+            NodeId v = c.input({1, 2, tk, 4}, Draw::Unit);
+            if (mask == 0) return c.op(Op::Attention, {q, k, v}, a);
+            if (mask == 1) return c.op(Op::Attention, {q, k, v, c.input({1, 1, tq, tk})}, a);
+            Values keep(static_cast<size_t>(tq * tk));  // every query keeps key 0
+            for (size_t i = 0; i < keep.size(); ++i) keep[i] = i % size_t(tk) == 0 || i % 3 != 1;
+            return c.op(Op::Attention, {q, k, v, c.input(DType::Bool, {tq, tk}, keep)}, a);
+          }};
+}
+
+Attrs window(Dims stride, Dims padding, Dims dilation, int64_t groups, Dims shape = {}) {
+  Attrs a;
+  a.stride = stride, a.padding = padding, a.dilation = dilation, a.groups = groups;
+  if (!shape.empty()) a.shape = shape;
+  return a;
+}
+
+Attrs pool(Dims kernel, Dims stride, Dims padding, Dims shape = {}) {
+  Attrs a;
+  a.kernel = kernel, a.stride = stride, a.padding = padding;
+  if (!shape.empty()) a.shape = shape;
+  return a;
+}
+
+Case two_operands(std::string label, Op op, double terms, Shape a, Shape b, Attrs attrs,
+                  Draw draw_a = Draw::Unit) {
+  return {label, op, terms, [=](CaseBuilder& c) {
+            NodeId x = c.input(a, draw_a);
+            return c.op(op, {x, c.input(b, Draw::Unit)}, attrs);
+          }};
+}
+
+}  // namespace
+
+std::vector<Case> neural_cases(Op op) {
+  switch (op) {
+    case Op::Softmax:
+    case Op::LogSoftmax:
+      return {shape_op("axis 1", op, {3, 5}, axis_attr(1)),
+              shape_op("axis 0", op, {3, 5}, axis_attr(0)),
+              shape_op("large", op, {37, 300}, axis_attr(1))};
+    case Op::CrossEntropy:
+      return {cross_entropy("mean", {4, 5}, DType::I32, "mean"),
+              cross_entropy("sum", {4, 5}, DType::I64, "sum"),
+              cross_entropy("none", {4, 5}, DType::I32, "none"),
+              cross_entropy("mean, ignore -1", {4, 5}, DType::I32, "mean", -1),
+              cross_entropy("3-D, ignore 2", {2, 3, 4}, DType::I64, "mean", 2)};
+    case Op::LayerNorm:
+      return {{"", op, 5, [](CaseBuilder& c) {
+                 NodeId x = c.input({3, 5}), w = c.input({5}, Draw::Positive);
+                 Attrs a;
+                 a.eps = 1e-5;
+                 return c.op(Op::LayerNorm, {x, w, c.input({5})}, a);
+               }}};
+    case Op::RmsNorm:
+      return {{"", op, 4, [](CaseBuilder& c) {
+                 NodeId x = c.input({2, 3, 4}), w = c.input({4}, Draw::Positive);
+                 Attrs a;
+                 a.eps = 1e-6;
+                 return c.op(Op::RmsNorm, {x, w}, a);
+               }}};
+    case Op::Attention:
+      return {attention("plain", 3, 3, false, 0), attention("causal, Tq < Tk", 3, 5, true, 0),
+              attention("float mask", 3, 4, false, 1),
+              attention("bool mask, causal", 3, 3, true, 2)};
+    case Op::Conv2d:
+      return {two_operands("groups 2, stride, dilation", op, 18, {1, 4, 6, 7}, {6, 2, 3, 3},
+                           window(dims({2, 1}), dims({1, 0}), dims({1, 2}), 2)),
+              two_operands("padded", op, 18, {2, 2, 4, 4}, {3, 2, 3, 3},
+                           window(dims({1, 1}), dims({1, 1}), dims({1, 1}), 1))};
+    case Op::Conv2dGradInput:
+      return {
+          two_operands("", op, 18, {1, 2, 3, 3}, {2, 2, 3, 3},
+                       window(dims({2, 2}), dims({1, 1}), dims({1, 1}), 1, dims({1, 2, 6, 5})))};
+    case Op::Conv2dGradWeight:
+      return {
+          two_operands("", op, 9, {1, 2, 5, 5}, {1, 2, 3, 3},
+                       window(dims({2, 2}), dims({1, 1}), dims({1, 1}), 1, dims({2, 2, 3, 3})))};
+    case Op::MaxPool2d:
+      return {{"padded", op, 1,
+               [](CaseBuilder& c) {
+                 NodeId x = c.input({1, 2, 5, 5}, Draw::Grid);
+                 return c.op(Op::MaxPool2d, {x}, pool(dims({2, 2}), dims({2, 2}), dims({1, 1})));
+               }},
+              shape_op("overlapping", op, {1, 2, 4, 5},
+                       pool(dims({3, 2}), dims({1, 1}), dims({0, 0})))};
+    case Op::AvgPool2d:
+      return {shape_op("padded", op, {1, 2, 5, 5}, pool(dims({3, 3}), dims({2, 2}), dims({1, 1})))};
+    case Op::MaxPool2dGrad:
+      return {two_operands("ties", op, 4, {1, 2, 5, 5}, {1, 2, 3, 3},
+                           pool(dims({3, 3}), dims({2, 2}), dims({1, 1}), dims({1, 2, 5, 5})),
+                           Draw::Grid)};
+    case Op::AvgPool2dGrad:
+      return {shape_op("", op, {1, 2, 3, 3},
+                       pool(dims({3, 3}), dims({2, 2}), dims({1, 1}), dims({1, 2, 5, 5})))};
+    default: return {};
+  }
+}
+
+}  // namespace conformance

@@ -1,0 +1,47 @@
+// One device plugin, driven only through its C table (sg_device_api):
+// compile the case's IR JSON, allocate, upload, run, synchronize, download.
+// Nothing here knows which device it is, so a new plugin is judged as is.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "program.h"
+#include "sexpgpu/plugin.h"
+
+namespace conformance {
+
+class Device {
+ public:
+  // Opens the plugin's device 0 with `options_json`; check error() after.
+  Device(std::string name, const sg_device_api* api, const std::string& options_json);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const std::string& name() const { return name_; }
+  // Why the device did not open ("" when it did).
+  const std::string& error() const { return error_; }
+
+  // Runs function "f" of the document (`fn` is its parsed form, for the
+  // output types) on `inputs`; the error is the plugin's message with the
+  // step that failed.
+  sexpgpu::ir::Result<std::vector<sexpgpu::cpu::HostTensor>> run(
+      const std::string& ir_json, const sexpgpu::ir::Function& fn,
+      const std::vector<sexpgpu::cpu::HostTensor>& inputs);
+
+ private:
+  std::string take(sg_error* e);
+  sg_buffer* alloc(const sexpgpu::ir::TensorType& type, std::string& error);
+
+  std::string name_;
+  const sg_device_api* api_;
+  sg_device* device_ = nullptr;
+  std::string error_;
+};
+
+// sg_dtype of an IR dtype (the ABI numbers them differently).
+sg_dtype abi_dtype(sexpgpu::ir::DType d);
+
+}  // namespace conformance
