@@ -48,8 +48,7 @@ def ours(build, lisp, fn, threads, iters, data=None):
            "--threads", str(threads), "--iters", str(iters)]
     if data:
         cmd += ["--data", data]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=thread_env(threads), check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])["ms_per_step"]
 
 
@@ -112,26 +111,49 @@ def torch_block(iters):
     return timed(step, iters)
 
 
+def thread_env(threads):
+    # Both sides get the same cores: OpenBLAS reads its thread count when it
+    # loads, and torch.set_num_threads does not reach it (Debian's PyTorch
+    # uses the system OpenBLAS), so each side runs in a process started with
+    # these variables.
+    return dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+
+
+def peer(threads, iters):
+    """The PyTorch side, in its own process with `threads` everywhere."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--peer", str(threads), "--iters", str(iters)]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=thread_env(threads), check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("build")
+    ap.add_argument("build", nargs="?")
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--iters", type=int, default=300)
+    ap.add_argument("--peer", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     batches = fashion_mnist_batches(60)
+    if args.peer:
+        torch.set_num_threads(args.peer)
+        print(json.dumps({"mlp": torch_mlp(batches, args.iters),
+                          "block": torch_block(args.iters // 3)}))
+        return 0
+    if not args.build:
+        ap.error("give the build directory")
     with tempfile.NamedTemporaryFile(suffix=".bin", delete=False) as f:
         for x, y in batches:
             f.write(x.tobytes())
             f.write(y.tobytes())
         data = f.name
-    print(f"torch {torch.__version__}, BLAS: {torch.__config__.show().count('OpenBLAS') and 'OpenBLAS' or 'other'}")
+    print(f"torch {torch.__version__}; {os.cpu_count()} cores; times in ms per step")
     print(f"{'work':<8}{'threads':>8}{'sexpgpu ms':>12}{'torch ms':>10}{'ratio':>8}")
     for threads in args.threads:
-        torch.set_num_threads(threads)
+        theirs = peer(threads, args.iters)
         rows = [("mlp", ours(args.build, "mlp_step.lisp", "mlp", threads, args.iters, data),
-                 torch_mlp(batches, args.iters)),
+                 theirs["mlp"]),
                 ("block", ours(args.build, "block_step.lisp", "block", threads, args.iters // 3),
-                 torch_block(args.iters // 3))]
+                 theirs["block"])]
         for name, a, b in rows:
             print(f"{name:<8}{threads:>8}{a:>12.3f}{b:>10.3f}{b / a:>8.2f}")
     os.unlink(data)
