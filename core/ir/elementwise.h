@@ -224,6 +224,7 @@ T float_unary(Op op, T x) {
     case Op::Silu: return x * sigmoid(x);
     case Op::Softplus: return std::fmax(x, T(0)) + std::log1p(std::exp(-std::fabs(x)));
     case Op::Reciprocal: return T(1) / x;
+    case Op::Erf: return std::erf(x);
     case Op::Floor: return std::floor(x);
     case Op::Ceil: return std::ceil(x);
     case Op::Round: return std::nearbyint(x);  // the default mode: ties to even

@@ -49,6 +49,7 @@ Result<Cotangents> vjp(Builder& b, NodeId id, NodeId g, const std::vector<bool>&
     case Op::Silu:
     case Op::Softplus:
     case Op::Reciprocal:
+    case Op::Erf:
     case Op::Add:
     case Op::Sub:
     case Op::Mul:
@@ -128,13 +129,12 @@ Result<Cotangents> vjp(Builder& b, NodeId id, NodeId g, const std::vector<bool>&
 namespace grad {
 namespace {
 
-// d/dx of gelu(x) = x * Phi(x) is Phi(x) + x * phi(x). The IR has no erf,
-// so Phi comes from the forward result: Phi(x) = y / x, and 1/2 at x = 0.
-NodeId gelu_exact_derivative(Emit& e, NodeId x, NodeId y) {
+// d/dx of gelu(x) = x * Phi(x) is Phi(x) + x * phi(x), with
+// Phi(x) = (1 + erf(x / sqrt 2)) / 2 and phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+NodeId gelu_exact_derivative(Emit& e, NodeId x) {
   DType d = e.dtype(x);
-  NodeId at_zero = e.op(Op::Eq, {x, e.c(0.0, d)});
-  NodeId safe_x = e.where(at_zero, e.c(1.0, d), x);
-  NodeId cdf = e.where(at_zero, e.c(0.5, d), e.div(y, safe_x));
+  NodeId cdf =
+      e.scale(e.add(e.c(1.0, d), e.op(Op::Erf, {e.scale(x, std::numbers::sqrt2 / 2)})), 0.5);
   NodeId pdf =
       e.scale(e.op(Op::Exp, {e.scale(e.mul(x, x), -0.5)}), 1.0 / std::sqrt(2 * std::numbers::pi));
   return e.add(cdf, e.mul(x, pdf));
@@ -171,13 +171,15 @@ NodeId unary_derivative(Emit& e, const Node& node, NodeId x, NodeId y) {
     case Op::Sigmoid: return e.mul(y, e.sub(one(), y));
     case Op::Gelu:
       return node.attrs.approximate.value_or("none") == "tanh" ? gelu_tanh_derivative(e, x)
-                                                               : gelu_exact_derivative(e, x, y);
+                                                               : gelu_exact_derivative(e, x);
     case Op::Silu: {
       NodeId s = e.op(Op::Sigmoid, {x});
       return e.mul(s, e.add(one(), e.mul(x, e.sub(one(), s))));
     }
     case Op::Softplus: return e.op(Op::Sigmoid, {x});
     case Op::Reciprocal: return e.neg(e.mul(y, y));
+    case Op::Erf:  // 2 / sqrt(pi) exp(-x^2)
+      return e.scale(e.op(Op::Exp, {e.neg(e.mul(x, x))}), std::numbers::inv_sqrtpi * 2);
     default:
       throw std::logic_error("internal: no unary derivative for " +
                              std::string(info(node.op).ir_name));

@@ -102,6 +102,7 @@ Need required_attrs(Op op) {
     case Op::Silu:
     case Op::Softplus:
     case Op::Reciprocal:
+    case Op::Erf:
     case Op::LogicalNot:
     case Op::IsFinite:
     case Op::Add:

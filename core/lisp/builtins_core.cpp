@@ -157,7 +157,7 @@ bool condition_typep(Interp& in, Value cond, Value type) {
     }
     if (op == "NOT") return !condition_typep(in, cond, car_of(cdr_of(type)));
   }
-  if (!type.is_symbol() || !cond.is_symbol() && cond.kind != Kind::Condition) return false;
+  if (!type.is_symbol() || (!cond.is_symbol() && cond.kind != Kind::Condition)) return false;
   std::string ctype = cond.kind == Kind::Condition ? cond.cond()->type.sym()->name : "";
   return condition_subtype(ctype, type.sym()->name);
 }

@@ -165,9 +165,10 @@ Value let_common(Interp& in, Value form, Env* env, bool sequential) {
   // In let*, a local (declare (special x)) applies to the last binding of x only.
   std::vector<Symbol*> names;
   if (sequential && !specials.empty())
-    for (Value b = bindings; b.is_cons(); b = b.cons()->cdr)
-      if (Value n = car(b).is_cons() ? car(car(b)) : car(b); n.is_symbol()) names.push_back(n.sym());
-      else names.push_back(nullptr);  // malformed: reported when it is reached
+    for (Value b = bindings; b.is_cons(); b = b.cons()->cdr) {
+      Value n = car(b).is_cons() ? car(car(b)) : car(b);
+      names.push_back(n.is_symbol() ? n.sym() : nullptr);  // nullptr: malformed, reported when reached
+    }
   const std::vector<Symbol*> no_specials;
   size_t index = 0;
   for (Value b = bindings; b.is_cons(); b = b.cons()->cdr, ++index) {

@@ -152,6 +152,8 @@ void register_tensor_basics(Interp& in) {
                }
                if (step == 0) in.fail("E-SHAPE", "arange: the step is 0");
                double count = std::ceil((end - start) / step);
+               if (!(count < 0x1p62))  // also NaN: more than a shape can hold
+                 in.fail("E-SHAPE", "arange: " + lisp::format_float(count) + " elements are too many");
                int64_t n = count > 0 ? int64_t(count) : 0;
                Attrs a;
                a.shape = ir::Dims{n};

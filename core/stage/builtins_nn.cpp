@@ -114,13 +114,17 @@ Value stage_function(Interp& in, Value* args, int) {
   }
   Value result = in.apply(args[2], inputs.data(), int(inputs.size()));
   std::vector<Value> results = in.last_values(result);
+  in.single();  // our own value is one keyword, whatever the body returned
   ir::Function& fn = st.current();
   for (size_t i = 0; i < results.size(); ++i) {
     std::string out = results.size() == 1 ? "out" : "out" + std::to_string(i);
     fn.outputs.push_back({out, st.operand(results[i], "stage-function result")});
   }
   // With parameters, the first result is a loss: its gradients follow.
-  if (!params.empty() && !fn.outputs.empty()) {
+  if (!params.empty() && fn.outputs.empty())
+    in.fail("E-OBJECTIVE-NOT-SCALAR", "'" + name + "' has parameters but returned no loss",
+            "return the loss, a float scalar, as the first value");
+  if (!params.empty()) {
     NodeId loss = fn.outputs[0].node;
     if (!fn.type(loss).shape.is_scalar() || !ir::is_float(fn.type(loss).dtype))
       in.fail("E-OBJECTIVE-NOT-SCALAR",

@@ -275,7 +275,7 @@ Value flip(Interp& in, Value* args, int) {
   return st.stage_value(Op::Flip, {x}, std::move(a));
 }
 
-NodeId take(Interp& in, Stager& st, NodeId x, Value ids, int64_t axis) {
+NodeId take(Stager& st, NodeId x, Value ids, int64_t axis) {
   Attrs a;
   a.axis = axis;
   return st.stage(Op::Take, {x, st.operand(ids, "index")}, std::move(a));
@@ -348,11 +348,11 @@ void register_tensor_shape(Interp& in) {
     in.parse_keys(args, nargs, 2, {"AXIS"}, k);
     int64_t axis = arg_axis(in, k[0].is_nil() ? Value::integer(0) : k[0], st.type(x).shape.rank(),
                             "index :axis");
-    return st.wrap(take(in, st, x, args[1], axis));
+    return st.wrap(take(st, x, args[1], axis));
   });
   auto take_rows = [](Interp& in, Value* args, int) -> Value {
     Stager& st = stager_of(in);
-    return st.wrap(take(in, st, st.tensor_operand(args[0], "take"), args[1], 0));
+    return st.wrap(take(st, st.tensor_operand(args[0], "take"), args[1], 0));
   };
   in.defbuiltin("TAKE", 2, 2, take_rows, "rows of a table by integer ids: the embedding lookup");
   in.defbuiltin("EMBEDDING", 2, 2, take_rows, "rows of a table by integer ids (the same as take)");

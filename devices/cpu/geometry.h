@@ -5,6 +5,7 @@
 // drivers' loops.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -21,11 +22,12 @@ using ir::Dims;
 // thread: waking the team costs more than it saves.
 inline constexpr int64_t kParallelMinWork = 1 << 17;
 
-// Runs body(begin, end) over [0, n) split into up to `threads` static chunks,
-// in parallel when n * work_per_item is big enough.
+// Runs body(begin, end) over [0, n) split into up to `threads` static chunks
+// (no more than the pool has threads: it runs no more tasks than that), in
+// parallel when n * work_per_item is big enough.
 template <class F>
 void parallel_range(int64_t n, int64_t work_per_item, int threads, F&& body) {
-  int64_t t = threads;
+  int64_t t = std::min(threads, ThreadPool::instance().size());
   if (n * work_per_item < kParallelMinWork || t <= 1 || n <= 1) t = 1;
   if (t > n) t = n;
   if (t <= 1) {

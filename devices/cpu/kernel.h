@@ -8,6 +8,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ir/ops.h"
 
@@ -50,6 +51,28 @@ KernelResult make_nn_kernel(const KernelRequest& request);           // kernels_
 KernelResult make_attention_kernel(const KernelRequest& request);    // kernels_attention.cpp
 KernelResult make_conv_kernel(const KernelRequest& request);         // kernels_conv.cpp
 KernelResult make_pool_kernel(const KernelRequest& request);         // kernels_pool.cpp
+
+// One fusion group of ir::fuse_elementwise as one kernel
+// (kernels_fused.cpp). Its nodes all have the output's shape; each operand
+// is an earlier node of the group or one of the external operands, which
+// are broadcastable to the output.
+struct FusedNode {
+  ir::Op op;
+  ir::Attrs attrs;
+  ir::DType dtype;            // the result's
+  std::vector<int> operands;  // k >= 0: node k of the group; k < 0: external -1 - k
+};
+
+struct FusedRequest {
+  std::vector<FusedNode> nodes;  // in program order; the last one's value is the output
+  std::vector<ir::TensorType> externals;
+  ir::TensorType output;
+  int threads;
+};
+
+// Fails for a group it does not handle (a cast in it, a dtype but f32/f64
+// or a bool condition or result); the caller then runs its nodes one by one.
+KernelResult make_fused_kernel(const FusedRequest& request);
 
 // A copy of `bytes` bytes (reshape/stop_gradient when not aliased, outputs
 // that are inputs).

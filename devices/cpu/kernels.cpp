@@ -28,6 +28,7 @@ KernelResult make_kernel(const KernelRequest& r) {
     case ir::Op::Silu:
     case ir::Op::Softplus:
     case ir::Op::Reciprocal:
+    case ir::Op::Erf:
     case ir::Op::LogicalNot:
     case ir::Op::IsFinite:
     case ir::Op::Add:

@@ -4,6 +4,7 @@
 // gemm for all of them when b has no batch (x [B, T, K] @ w [K, N] is then
 // [B*T, K] @ [K, N]). An operand folded from a permute of its last two axes
 // (KernelRequest::transposed) is read in place with gemm's transpose flag.
+// A batch of small products is split across the worker pool.
 #include <vector>
 
 #include "gemm.h"
@@ -13,6 +14,9 @@
 
 namespace sexpgpu::cpu {
 namespace {
+
+// OpenBLAS 0.3 (interface/gemm.c) uses one thread below M*N*K = 65536 * 4.
+constexpr int64_t kBlasThreadedWork = 65536 * 4;
 
 struct MatmulGeometry {
   int64_t M = 1, K = 1, N = 1;
@@ -64,13 +68,23 @@ Kernel matmul_kernel(const KernelRequest& r) {
                      (ta ? " a^T" : "") + (tb ? " b^T" : "");
   // A transposed operand is stored [.., K, M] (a) or [.., N, K] (b).
   int64_t lda = ta ? g.M : g.K, ldb = tb ? g.K : g.N;
-  KernelFn fn = [g, ta, tb, lda, ldb](const void* const* in, void* out) -> std::string {
+  int threads = r.threads;
+  KernelFn fn = [g, ta, tb, lda, ldb, threads](const void* const* in, void* out) -> std::string {
     const T* a = static_cast<const T*>(in[0]);
     const T* b = static_cast<const T*>(in[1]);
     T* c = static_cast<T*>(out);
-    for (size_t i = 0; i < g.a_offsets.size(); ++i)
-      gemm<T>(ta, tb, g.M, g.N, g.K, T(1), a + g.a_offsets[i], lda, b + g.b_offsets[i], ldb, T(0),
-              c + int64_t(i) * g.M * g.N, g.N);
+    auto products = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        gemm<T>(ta, tb, g.M, g.N, g.K, T(1), a + g.a_offsets[size_t(i)], lda,
+                b + g.b_offsets[size_t(i)], ldb, T(0), c + i * g.M * g.N, g.N);
+    };
+    int64_t count = int64_t(g.a_offsets.size()), work = g.M * g.N * g.K;
+    // OpenBLAS runs a product this small on the calling thread alone, so a
+    // batch of them (attention's) is split across the pool instead.
+    if (count > 1 && work < kBlasThreadedWork)
+      parallel_range(count, work, threads, products);
+    else
+      products(0, count);
     return {};
   };
   return Kernel{std::move(fn), std::move(name)};

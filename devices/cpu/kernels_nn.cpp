@@ -124,13 +124,18 @@ Kernel norm_kernel(const KernelRequest& r) {
         const T* xr = xs + row * D;
         T* orow = o + row * D;
         double mean = 0, ss = 0;
-        if constexpr (kLayer) {
-          for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
-          mean /= double(D);
-        }
-        for (int64_t d = 0; d < D; ++d) {
-          double c = double(xr[d]) - mean;
-          ss += c * c;
+        if constexpr (std::is_same_v<T, float>) {  // in lanes, not one latency-bound chain
+          if constexpr (kLayer) mean = vmath::sum_f64(xr, D) / double(D);
+          ss = vmath::sum_squares_f64(xr, D, mean);
+        } else {
+          if constexpr (kLayer) {
+            for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
+            mean /= double(D);
+          }
+          for (int64_t d = 0; d < D; ++d) {
+            double c = double(xr[d]) - mean;
+            ss += c * c;
+          }
         }
         double inv = 1.0 / std::sqrt(ss / double(D) + eps);
         for (int64_t d = 0; d < D; ++d) {

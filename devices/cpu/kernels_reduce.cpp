@@ -13,6 +13,7 @@
 #include "kernel.h"
 #include "scalar_ops.h"
 #include "storage.h"
+#include "vector_math.h"
 
 namespace sexpgpu::cpu {
 namespace {
@@ -192,6 +193,17 @@ Kernel reduce_kernel(const KernelRequest& r) {
   KernelFn fn = [L, correction, threads](const void* const* in, void* out) -> std::string {
     const T* x = static_cast<const T*>(in[0]);
     O* o = static_cast<O*>(out);
+    if constexpr ((op == Op::Sum || op == Op::Mean) && std::is_same_v<T, float>) {
+      if (L.trailing) {  // in independent lanes: one f64 chain per row is latency-bound
+        parallel_range(L.outputs, L.K, threads, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            double sum = vmath::sum_f64(x + i * L.K, L.K);
+            o[i] = O(op == Op::Mean ? sum / double(L.K) : sum);
+          }
+        });
+        return {};
+      }
+    }
     if constexpr (op == Op::Sum || op == Op::Mean) {
       if (L.block) {
         parallel_range(L.outputs, L.K, threads,

@@ -4,14 +4,18 @@
 // outputs stay in the caller's memory: a node that is an output writes
 // straight into the caller's output buffer. Creation ops (full, constant,
 // arange) are evaluated once, at compile time. reshape and stop_gradient
-// read their operand's buffer in place unless they are outputs.
+// read their operand's buffer in place unless they are outputs. A fusion
+// group (ir::fuse_elementwise) that the fused kernel takes is one step at
+// its last node, and its other nodes get no buffer.
 #include "program.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "geometry.h"
 #include "ir/verify.h"
@@ -53,6 +57,84 @@ ArenaPtr allocate_arena(size_t bytes) {
 
 size_t bytes_of(const ir::TensorType& t) {
   return size_t(numel(t.shape)) * ir::size_bytes(t.dtype);
+}
+
+// The fusion groups that run as one fused kernel, in lowered ids.
+struct Fusions {
+  std::vector<NodeId> absorbed_into;  // per node: its group's last node, -1 if not absorbed
+  std::map<size_t, std::pair<Kernel, ir::NodeIds>> at_last;  // last node -> (kernel, externals)
+};
+
+// A group's lowered nodes, as the fused kernel sees them, or nullopt when
+// something outside the group reads a node other than its last.
+std::optional<FusedRequest> fused_request(const Lowered& lowered,
+                                          const std::vector<NodeId>& members,
+                                          const std::vector<bool>& live,
+                                          const std::vector<int>& group_of, int group, int threads,
+                                          ir::NodeIds& externals) {
+  std::map<NodeId, int> index;
+  for (size_t k = 0; k < members.size(); ++k) index[members[k]] = int(k);
+  NodeId last = members.back();
+  for (size_t i = 0; i < lowered.nodes.size(); ++i) {
+    if (!live[i] || group_of[i] == group) continue;
+    for (NodeId in : lowered.nodes[i].inputs)
+      if (index.count(in) && in != last) return std::nullopt;
+  }
+  FusedRequest r{{}, {}, lowered.nodes[size_t(last)].type, threads};
+  for (NodeId id : members) {
+    const LoweredNode& n = lowered.nodes[size_t(id)];
+    FusedNode f{n.op, n.attrs, n.type.dtype, {}};
+    for (NodeId in : n.inputs) {
+      if (auto it = index.find(in); it != index.end()) {
+        f.operands.push_back(it->second);
+        continue;
+      }
+      auto at = std::find(externals.begin(), externals.end(), in);
+      if (at == externals.end()) {
+        externals.push_back(in);
+        r.externals.push_back(lowered.nodes[size_t(in)].type);
+        at = externals.end() - 1;
+      }
+      f.operands.push_back(-1 - int(at - externals.begin()));
+    }
+    r.nodes.push_back(std::move(f));
+  }
+  return r;
+}
+
+// Groups whose nodes are all live, none an output but the last, and which
+// the fused kernel handles; the rest run node by node.
+Fusions find_fusions(const ir::Function& fn, const Lowered& lowered, const std::vector<bool>& live,
+                     int threads) {
+  size_t count = lowered.nodes.size();
+  Fusions f{std::vector<NodeId>(count, -1), {}};
+  std::vector<int> group_of(count, -1);
+  std::map<int, std::vector<NodeId>> groups;
+  for (size_t i = 0; i < count; ++i) {
+    NodeId origin = lowered.nodes[i].origin;
+    if (origin < 0 || fn.node(origin).fusion_group < 0) continue;
+    group_of[i] = fn.node(origin).fusion_group;
+    groups[group_of[i]].push_back(NodeId(i));
+  }
+  std::vector<bool> is_output(count, false);
+  for (const ir::Output& o : fn.outputs)
+    is_output[size_t(lowered.of_original[size_t(o.node)])] = true;
+  for (const auto& [group, members] : groups) {
+    bool usable = std::all_of(members.begin(), members.end(), [&](NodeId id) {
+      return live[size_t(id)] && (id == members.back() || !is_output[size_t(id)]);
+    });
+    ir::NodeIds externals;
+    std::optional<FusedRequest> request =
+        usable ? fused_request(lowered, members, live, group_of, group, threads, externals)
+               : std::nullopt;
+    if (!request) continue;
+    KernelResult k = make_fused_kernel(*request);
+    if (!k) continue;
+    for (NodeId id : members)
+      if (id != members.back()) f.absorbed_into[size_t(id)] = members.back();
+    f.at_last[size_t(members.back())] = {std::move(k).value(), std::move(externals)};
+  }
+  return f;
 }
 
 class CpuProgram final : public Program {
@@ -128,12 +210,19 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
     written_to_output[j] = true;
   }
 
+  Fusions fusions = find_fusions(fn_, lowered, live, threads);
   std::vector<size_t> root(count);  // the node whose buffer a value is in
   std::vector<size_t> step_of(count, 0);
   for (size_t i = 0; i < count; ++i) {
     root[i] = i;
     const LoweredNode& n = nodes[i];
-    if (!live[i] || n.op == Op::Input || n.op == Op::Param) continue;
+    if (!live[i] || n.op == Op::Input || n.op == Op::Param || fusions.absorbed_into[i] >= 0)
+      continue;
+    if (auto fused = fusions.at_last.find(i); fused != fusions.at_last.end()) {
+      step_of[i] = steps_.size();
+      steps_.push_back(Step{fused->second.first, {}, {}, n.origin, n.op});
+      continue;
+    }
     std::vector<ir::TensorType> in_types;  // as the op sees them: transposed operands swapped back
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       ir::TensorType t = nodes[size_t(n.inputs[k])].type;
@@ -178,16 +267,17 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
   std::vector<int64_t> last_use(count, -1);
   for (size_t i = 0; i < count; ++i) {
     if (!live[i]) continue;
+    NodeId reader = fusions.absorbed_into[i] >= 0 ? fusions.absorbed_into[i] : NodeId(i);
     for (NodeId in : nodes[i].inputs) {
       size_t r = root[size_t(in)];
-      last_use[r] = std::max<int64_t>(last_use[r], int64_t(step_of[i]));
+      last_use[r] = std::max<int64_t>(last_use[r], int64_t(step_of[size_t(reader)]));
     }
   }
   for (auto [id, j] : output_copies) last_use[root[id]] = int64_t(steps_.size() + j);
   std::vector<BufferLife> lives;
   std::vector<size_t> owner;
   for (size_t i = 0; i < count; ++i) {
-    if (!live[i] || placed[i] || root[i] != i) continue;
+    if (!live[i] || placed[i] || root[i] != i || fusions.absorbed_into[i] >= 0) continue;
     int64_t first = int64_t(step_of[i]);
     lives.push_back(BufferLife{first, std::max(first, last_use[i]), bytes_of(nodes[i].type)});
     owner.push_back(i);
@@ -202,11 +292,13 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
   for (size_t i = 0; i < count; ++i) {
     const LoweredNode& n = nodes[i];
     bool has_step = live[i] && root[i] == i && n.op != Op::Input && n.op != Op::Param &&
-                    slot[i].kind != Slot::Constant;
+                    slot[i].kind != Slot::Constant && fusions.absorbed_into[i] < 0;
     if (!has_step) continue;
     Step& s = steps_[step_of[i]];
     s.output = slot[i];
-    for (NodeId in : n.inputs) s.inputs.push_back(slot[size_t(in)]);
+    auto fused = fusions.at_last.find(i);
+    for (NodeId in : fused != fusions.at_last.end() ? fused->second.second : n.inputs)
+      s.inputs.push_back(slot[size_t(in)]);
   }
   for (auto [id, j] : output_copies) {
     Step copy{make_copy_kernel(bytes_of(nodes[id].type)),

@@ -31,6 +31,11 @@ void gelu_f32(const float* x, float* o, int64_t n) {
 }
 
 SG_VECTOR_CLONES
+void erf_f32(const float* x, float* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = erf(x[i]);
+}
+
+SG_VECTOR_CLONES
 void softmax_f32(const float* x, float* o, int64_t n) {
   float m = max_f32(x, n);
   if (std::isinf(m) && m < 0) m = 0;

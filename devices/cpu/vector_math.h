@@ -1,4 +1,4 @@
-// f32 exp, gelu and softmax as plain arithmetic the compiler vectorises
+// f32 exp, erf, gelu and softmax as plain arithmetic the compiler vectorises
 // (the loops over arrays are in vector_math.cpp):
 // libm's expf/erff are calls per element, which no loop around them can
 // vectorise, and they dominated the transformer step. exp is Cephes' expf
@@ -47,6 +47,9 @@ void exp_f32(const float* x, float* o, int64_t n);
 // o[i] = gelu(x[i]) (the erf form); o may be x.
 void gelu_f32(const float* x, float* o, int64_t n);
 
+// o[i] = erf(x[i]); o may be x.
+void erf_f32(const float* x, float* o, int64_t n);
+
 // exp(x) for x <= 0 as softmax needs it: 0 below -87 (the true value is
 // under 2e-38 there), NaN for NaN.
 inline float exp_nonpositive(float x) {
@@ -68,6 +71,29 @@ inline float erfc_nonnegative(float z) {
   p = p * t + 1.00002368f;
   p = p * t - 1.26551223f;
   return t * exp_nonpositive(p - z * z);
+}
+
+// erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (beyond, erf is +-1 in f32): the
+// rational fit Eigen and TensorFlow use, relative error < 5e-7 everywhere,
+// one division and no exp. NaN stays NaN.
+inline float erf(float x) {
+  float c = std::min(std::max(x, -4.0f), 4.0f);  // plain min/max instructions; NaN is mended below
+  float s = c * c;
+  float p = -2.72614225801306e-10f;
+  p = p * s + 2.77068142495902e-08f;
+  p = p * s - 2.10102402082508e-06f;
+  p = p * s - 5.69250639462346e-05f;
+  p = p * s - 7.34990630326855e-04f;
+  p = p * s - 2.95459980854025e-03f;
+  p = p * s - 1.60960333262415e-02f;
+  float q = -1.45660718464996e-05f;
+  q = q * s - 2.13374055278905e-04f;
+  q = q * s - 1.68282697438203e-03f;
+  q = q * s - 7.37332916720468e-03f;
+  q = q * s - 1.42647390514189e-02f;
+  float r = c * p / q;
+  r = std::min(std::max(r, -1.0f), 1.0f);
+  return x != x ? x : r;
 }
 
 // gelu(x) = x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2: erfc of |x| and a
@@ -100,6 +126,24 @@ inline double sum_f64(const float* x, int64_t n) {
   for (; i + kLanes <= n; i += kLanes)
     for (int64_t j = 0; j < kLanes; ++j) lane[j] += double(x[i + j]);
   for (; i < n; ++i) lane[0] += double(x[i]);
+  double sum = 0;
+  for (double v : lane) sum += v;
+  return sum;
+}
+
+// The sum of (x[i] - center)^2 over x[0..n), in f64.
+inline double sum_squares_f64(const float* x, int64_t n, double center) {
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j) {
+      double d = double(x[i + j]) - center;
+      lane[j] += d * d;
+    }
+  for (; i < n; ++i) {
+    double d = double(x[i]) - center;
+    lane[0] += d * d;
+  }
   double sum = 0;
   for (double v : lane) sum += v;
   return sum;

@@ -120,6 +120,7 @@ std::vector<Case> cases_for(Op op) {
     case Op::Silu:
     case Op::Softplus:
     case Op::Reciprocal:
+    case Op::Erf:
     case Op::LogicalNot:
     case Op::IsFinite:
     case Op::Add:

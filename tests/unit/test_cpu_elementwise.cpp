@@ -314,3 +314,26 @@ TEST_CASE("cpu: big elementwise ops split across threads give the same numbers",
   CHECK(many[1] == single[1]);
   CHECK(single[0][1] == float(std::tanh(float(-4.99)) + float(-4.99 * 1.0)));
 }
+
+TEST_CASE("cpu: f32 erf within 1e-6 relative of libm's f64 erf", "[cpu]") {
+  // Both sides of the switch at |z| = 1/2, tiny values, the tails, inf, NaN.
+  std::vector<double> xs = {0, 1e-30, -1e-4, 0.3, 0.4999, 0.5, -0.5001, 1.7, -3, 4, 9.5, 1e10};
+  for (double v = -6; v <= 6; v += 0.0137) xs.push_back(v);
+  Case c;
+  NodeId x = c.input(DType::F32, {int64_t(xs.size())});
+  c.output(c.add(Op::Erf, {x}));
+  auto out = c.run({xs});
+  std::vector<double> want;
+  for (double v : xs) want.push_back(std::erf(double(float(v))));
+  check_close(out[0], want, 1e-6, 1e-30);
+  // math.erf, for a few of them.
+  CHECK(out[0][3] == Approx(0.3286267594591274).epsilon(1e-6));
+  CHECK(out[0][2] == Approx(-0.00011283791633342487).epsilon(1e-6));
+  Case special;
+  NodeId s = special.input(DType::F32, {3});
+  special.output(special.add(Op::Erf, {s}));
+  auto sv = special.run({{INFINITY, -INFINITY, NAN}});
+  CHECK(sv[0][0] == 1);
+  CHECK(sv[0][1] == -1);
+  CHECK(std::isnan(sv[0][2]));
+}

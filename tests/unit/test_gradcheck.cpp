@@ -281,6 +281,7 @@ std::vector<GradCase> elementwise_cases() {
       unary(Op::Silu, -3, 3),
       unary(Op::Softplus, -3, 3),
       unary(Op::Reciprocal, 0.3, 2, true),
+      unary(Op::Erf, -2.5, 2.5),
       binary(Op::Add, {3, 4}, {4}, any, any),
       binary(Op::Add, {2, 1, 3}, {4, 1}, any, any),
       binary(Op::Sub, {3, 1}, {3, 4}, any, any),

@@ -342,3 +342,9 @@ x
 (stage-function carried ((y (4)))
   (+ y x))
 ;!E-TYPE
+(arange 0 1e30 1e-30)
+;!E-SHAPE
+(stage-function no-outputs ((x (2))) (values))
+;=> :no-outputs
+(stage-function no-loss ((x (2)) (w (2) :param)) (values))
+;!E-OBJECTIVE-NOT-SCALAR

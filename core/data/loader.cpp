@@ -1,0 +1,258 @@
+// Loader (loader.h): split, order, batches, counters, save and restore.
+#include "data/loader.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "stage/philox.h"
+
+namespace sexpgpu::data {
+
+namespace {
+
+// The permutation of [0, m) for one epoch (the Fisher-Yates of loader.h).
+std::vector<int64_t> shuffled(int64_t m, uint64_t seed, const std::string& name, int64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(m));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::optional<stage::RngStream> stream = stage::make_rng_stream(
+      seed, stage::stream_id("loader:" + name), static_cast<uint64_t>(epoch), 0);
+  if (!stream) return order;  // epoch >= 2^48: unreachable in practice
+  for (int64_t i = m - 1, k = 0; i > 0; --i, ++k) {
+    unsigned __int128 wide =
+        static_cast<unsigned __int128>(stage::rng_u64(*stream, k)) * static_cast<uint64_t>(i + 1);
+    std::swap(order[i], order[static_cast<int64_t>(wide >> 64)]);
+  }
+  return order;
+}
+
+// (rows, example...). Built by push_back: moving a Dims trips GCC 12's
+// -Wstringop-overread false positive on boost::small_vector.
+ir::Shape with_rows(const ir::Shape& example, int64_t rows) {
+  ir::Shape shape{rows};
+  for (int64_t d : example) shape.push_back(d);
+  return shape;
+}
+
+BatchField allocate(const Field& field, int64_t rows) {
+  BatchField out;
+  out.name = field.name;
+  out.dtype = field.dtype;
+  out.shape = with_rows(field.shape, rows);
+  out.size_bytes = static_cast<size_t>(rows * field.example_bytes());
+  out.bytes = std::make_unique_for_overwrite<std::byte[]>(out.size_bytes);
+  return out;
+}
+
+}  // namespace
+
+int64_t split_index(double fraction, int64_t n) {
+  double exact = fraction * static_cast<double>(n);
+  double nearest = std::round(exact);
+  return static_cast<int64_t>(std::abs(exact - nearest) <= 1e-9 * std::max(1.0, std::abs(exact))
+                                  ? nearest
+                                  : std::floor(exact));
+}
+
+const BatchField* Batch::find(std::string_view name) const {
+  for (const BatchField& f : fields) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+ir::Result<Loader> Loader::create(SourcePtr source, LoaderOptions options) {
+  using R = ir::Result<Loader>;
+  std::string who = "loader " + options.name;
+  if (options.batch < 1) {
+    return R::failure(who + ": :batch must be at least 1, not " + std::to_string(options.batch));
+  }
+  double from = options.split_from, to = options.split_to;
+  if (!(from >= 0.0 && from <= to && to <= 1.0)) {
+    return R::failure(who + ": :split (" + std::to_string(from) + " " + std::to_string(to) +
+                      ") is not two fractions 0 <= FROM <= TO <= 1");
+  }
+  int64_t n = source->size();
+  int64_t begin = split_index(from, n), end = split_index(to, n);
+  if (end <= begin) {
+    return R::failure(who + ": the split [" + std::to_string(begin) + ", " + std::to_string(end) +
+                      ") of " + std::to_string(n) + " examples is empty");
+  }
+  if (options.drop_last && end - begin < options.batch) {
+    return R::failure(who + ": the split has " + std::to_string(end - begin) +
+                      " examples, fewer than one batch of " + std::to_string(options.batch) +
+                      ", and :drop-last drops it");
+  }
+  return Loader(std::move(source), std::move(options), begin, end);
+}
+
+int64_t Loader::batches_per_epoch() const {
+  int64_t m = examples_per_epoch(), b = options_.batch;
+  return options_.drop_last ? m / b : (m + b - 1) / b;
+}
+
+int64_t Loader::last_batch_size() const {
+  int64_t r = examples_per_epoch() % options_.batch;
+  return options_.drop_last || r == 0 ? options_.batch : r;
+}
+
+std::vector<ir::TensorType> Loader::batch_types(int64_t rows) const {
+  std::vector<ir::TensorType> types;
+  for (const Field& f : source_->fields()) {
+    ir::TensorType& t = types.emplace_back();  // shape built in place: see with_rows
+    t.dtype = f.dtype;
+    t.shape.push_back(rows);
+    for (int64_t d : f.shape) t.shape.push_back(d);
+  }
+  return types;
+}
+
+std::vector<int64_t> Loader::epoch_order(int64_t epoch) const {
+  int64_t m = examples_per_epoch();
+  std::vector<int64_t> order(static_cast<size_t>(m));
+  if (options_.shuffle) {
+    order = shuffled(m, options_.seed, options_.name, epoch);
+  } else {
+    std::iota(order.begin(), order.end(), int64_t{0});
+  }
+  for (int64_t& i : order) i += begin_;
+  return order;
+}
+
+const std::vector<int64_t>& Loader::cached_order() {
+  if (order_epoch_ != state_.epoch) {
+    order_ = shuffled(examples_per_epoch(), options_.seed, options_.name, state_.epoch);
+    order_epoch_ = state_.epoch;
+  }
+  return order_;
+}
+
+void Loader::settle() {
+  int64_t left = examples_per_epoch() - state_.offset;
+  if (left <= 0 || (options_.drop_last && left < options_.batch)) {
+    ++state_.epoch;
+    state_.offset = 0;
+    ++state_.counters.epochs;
+  }
+}
+
+ir::Result<Batch> Loader::next() {
+  if (!loaded_) {
+    if (Status s = source_->load(); !s) return ir::Result<Batch>::failure(who() + ": " + s.error());
+    loaded_ = true;
+  }
+  settle();
+  int64_t rows = std::min(options_.batch, examples_per_epoch() - state_.offset);
+  indices_.resize(static_cast<size_t>(rows));
+  if (options_.shuffle) {
+    const std::vector<int64_t>& order = cached_order();
+    for (int64_t k = 0; k < rows; ++k) indices_[k] = begin_ + order[state_.offset + k];
+  } else {
+    for (int64_t k = 0; k < rows; ++k) indices_[k] = begin_ + state_.offset + k;
+  }
+  Batch batch;
+  batch.size = rows;
+  batch.epoch = state_.epoch;
+  std::vector<std::byte*> out;
+  for (const Field& f : source_->fields()) {
+    batch.fields.push_back(allocate(f, rows));
+    out.push_back(batch.fields.back().bytes.get());
+  }
+  source_->gather(indices_, out);
+  state_.offset += rows;
+  state_.counters.examples += rows;
+  state_.counters.batches += 1;
+  state_.counters.tokens += rows * source_->tokens_per_example();
+  settle();
+  return batch;
+}
+
+nlohmann::json Loader::save(const LoaderState& at) const {
+  const LoaderCounters& c = at.counters;
+  return {{"format", 1},
+          {"name", options_.name},
+          {"source", source_->description()},
+          {"source_examples", source_->size()},
+          {"split", {begin_, end_}},
+          {"seed", options_.seed},
+          {"shuffle", options_.shuffle},
+          {"drop_last", options_.drop_last},
+          {"batch", options_.batch},
+          {"epoch", at.epoch},
+          {"offset", at.offset},
+          {"counters",
+           {{"examples", c.examples},
+            {"batches", c.batches},
+            {"epochs", c.epochs},
+            {"tokens", c.tokens}}}};
+}
+
+namespace {
+
+// "" when equal, else "the checkpoint's KEY is A, this loader's B".
+template <class T>
+std::string mismatch(const nlohmann::json& saved, const char* key, const T& mine) {
+  T theirs = saved.at(key).get<T>();
+  if (theirs == mine) return "";
+  return std::string("the checkpoint's ") + key + " is " + nlohmann::json(theirs).dump() +
+         ", this loader's " + nlohmann::json(mine).dump();
+}
+
+}  // namespace
+
+Status Loader::restore(const nlohmann::json& saved) {
+  try {
+    if (saved.at("format").get<int>() != 1) {
+      return Status::failure(who() + ": loader state format " + saved.at("format").dump() +
+                             " is not supported (1 is)");
+    }
+    std::vector<int64_t> split = {begin_, end_};
+    for (const std::string& why :
+         {mismatch(saved, "name", options_.name), mismatch(saved, "seed", options_.seed),
+          mismatch(saved, "shuffle", options_.shuffle),
+          mismatch(saved, "drop_last", options_.drop_last),
+          mismatch(saved, "source_examples", source_->size()), mismatch(saved, "split", split)}) {
+      if (!why.empty()) return Status::failure(who() + ": cannot resume: " + why);
+    }
+    LoaderState state;
+    state.epoch = saved.at("epoch").get<int64_t>();
+    state.offset = saved.at("offset").get<int64_t>();
+    const nlohmann::json& c = saved.at("counters");
+    state.counters = {c.at("examples").get<int64_t>(), c.at("batches").get<int64_t>(),
+                      c.at("epochs").get<int64_t>(), c.at("tokens").get<int64_t>()};
+    if (state.epoch < 0 || state.offset < 0 || state.offset >= examples_per_epoch()) {
+      return Status::failure(who() + ": cannot resume: epoch " + std::to_string(state.epoch) +
+                             ", offset " + std::to_string(state.offset) + " is outside the split");
+    }
+    set_state(state);
+    return ok_status();
+  } catch (const nlohmann::json::exception& e) {
+    return Status::failure(who() + ": malformed loader state: " + e.what());
+  }
+}
+
+void Loader::set_state(const LoaderState& state) {
+  state_ = state;
+}
+
+Status Loader::apply_stage(const StageOverrides& overrides) {
+  if (overrides.seq_len) {
+    return Status::failure(who() +
+                           ": a stage's :seq-len is not supported yet (it needs the "
+                           "source reopened); only :batch may change between stages");
+  }
+  if (overrides.batch) {
+    int64_t b = *overrides.batch;
+    if (b < 1)
+      return Status::failure(who() + ": a stage's :batch must be at least 1, not " +
+                             std::to_string(b));
+    if (options_.drop_last && examples_per_epoch() < b) {
+      return Status::failure(who() + ": a stage's :batch " + std::to_string(b) +
+                             " is more than the split's " + std::to_string(examples_per_epoch()) +
+                             " examples, and :drop-last drops it");
+    }
+    options_.batch = b;
+  }
+  return ok_status();
+}
+
+}  // namespace sexpgpu::data

@@ -1,0 +1,274 @@
+// core/data Loader: split arithmetic, batches and the short last batch,
+// drop-last, the seeded shuffle (against an independent Fisher-Yates written
+// from loader.h's description), counters, save/restore, stage overrides.
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "data/loader.h"
+#include "stage/philox.h"
+#include "test_data_files.h"
+
+using namespace sexpgpu;
+using namespace sexpgpu::data;
+using namespace data_test;
+
+namespace {
+
+// A source of n examples whose :x (i32) is the example's index and :v (f32)
+// ten times it: every batch says which examples it holds.
+SourcePtr indexed_source(const TempDir& dir, int32_t n) {
+  std::vector<int32_t> x(static_cast<size_t>(n));
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    x[i] = i;
+    v[i] = 10.0f * static_cast<float>(i);
+  }
+  std::string shape = "(" + std::to_string(n) + ",)";
+  write_file(dir / "x.npy", npy_bytes("<i4", shape, le_bytes(x)));
+  write_file(dir / "v.npy", npy_bytes("<f4", shape, le_bytes(v)));
+  ir::Result<SourcePtr> s = open_npy({{"x", dir / "x.npy"}, {"v", dir / "v.npy"}});
+  REQUIRE(s.ok());
+  return *s;
+}
+
+Loader make_loader(SourcePtr source, LoaderOptions options) {
+  ir::Result<Loader> l = Loader::create(std::move(source), std::move(options));
+  INFO(l.error());
+  REQUIRE(l.ok());
+  return std::move(l).value();
+}
+
+std::vector<int32_t> next_indices(Loader& loader) {
+  ir::Result<Batch> b = loader.next();
+  INFO(b.error());
+  REQUIRE(b.ok());
+  std::vector<int32_t> x = field_values<int32_t>(*b, "x");
+  REQUIRE(static_cast<int64_t>(x.size()) == b->size);
+  std::vector<float> v = field_values<float>(*b, "v");
+  for (size_t i = 0; i < x.size(); ++i) CHECK(v[i] == 10.0f * static_cast<float>(x[i]));
+  return x;
+}
+
+// Fisher-Yates as loader.h describes it, written independently.
+std::vector<int64_t> reference_shuffle(int64_t m, uint64_t seed, const std::string& name,
+                                       int64_t epoch) {
+  std::vector<int64_t> p(static_cast<size_t>(m));
+  std::iota(p.begin(), p.end(), 0);
+  auto s = *stage::make_rng_stream(seed, stage::stream_id("loader:" + name),
+                                   static_cast<uint64_t>(epoch), 0);
+  uint64_t k = 0;
+  for (int64_t i = m - 1; i >= 1; --i) {
+    uint64_t r = stage::rng_u64(s, k++);
+    auto j = static_cast<int64_t>(
+        (static_cast<unsigned __int128>(r) * static_cast<uint64_t>(i + 1)) >> 64);
+    std::swap(p[i], p[j]);
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("split_index: floor(fraction * n), exact for decimal fractions", "[data]") {
+  CHECK(split_index(0.9, 60000) == 54000);
+  CHECK(split_index(0.29, 100) == 29);  // the double 0.29 times 100 is 28.999999999999996
+  CHECK(split_index(0.7, 10) == 7);
+  CHECK(split_index(1.0 / 3.0, 10) == 3);
+  CHECK(split_index(0.5, 7) == 3);
+  CHECK(split_index(0.0, 7) == 0);
+  CHECK(split_index(1.0, 7) == 7);
+}
+
+TEST_CASE("loader: split, batches, a short last batch, epochs and counters", "[data]") {
+  TempDir dir;
+  Loader l = make_loader(indexed_source(dir, 10), {"train", 2, false, false, 0.2, 0.7, 0});
+  CHECK(l.split_begin() == 2);
+  CHECK(l.split_end() == 7);
+  CHECK(l.batches_per_epoch() == 3);
+  CHECK(l.last_batch_size() == 1);
+  CHECK(l.batch_types(2)[0] == ir::TensorType{ir::DType::I32, ir::Shape{2}});
+  CHECK(next_indices(l) == std::vector<int32_t>{2, 3});
+  CHECK(next_indices(l) == std::vector<int32_t>{4, 5});
+  CHECK(l.counters().epochs == 0);
+  ir::Result<Batch> last = l.next();
+  REQUIRE(last.ok());
+  CHECK(last->size == 1);
+  CHECK(last->epoch == 0);
+  CHECK(last->find("x")->shape == ir::Shape{1});
+  CHECK(field_values<int32_t>(*last, "x") == std::vector<int32_t>{6});
+  CHECK(l.counters() == LoaderCounters{5, 3, 1, 0});  // the epoch ends with its last batch
+  CHECK(l.state().epoch == 1);
+  CHECK(next_indices(l) == std::vector<int32_t>{2, 3});
+}
+
+TEST_CASE("loader: drop-last skips the remainder", "[data]") {
+  TempDir dir;
+  Loader l = make_loader(indexed_source(dir, 7), {"train", 3, false, true, 0.0, 1.0, 0});
+  CHECK(l.batches_per_epoch() == 2);
+  CHECK(l.last_batch_size() == 3);
+  CHECK(next_indices(l) == std::vector<int32_t>{0, 1, 2});
+  CHECK(next_indices(l) == std::vector<int32_t>{3, 4, 5});
+  CHECK(l.counters() == LoaderCounters{6, 2, 1, 0});
+  CHECK(next_indices(l) == std::vector<int32_t>{0, 1, 2});
+}
+
+TEST_CASE("loader: adjacent splits are disjoint and cover the source", "[data]") {
+  TempDir dir;
+  SourcePtr s = indexed_source(dir, 101);
+  Loader a = make_loader(s, {"train", 1000, false, false, 0.0, 0.9, 0});
+  Loader b = make_loader(s, {"val", 1000, false, false, 0.9, 1.0, 0});
+  std::vector<int32_t> xa = next_indices(a), xb = next_indices(b);
+  CHECK(xa.size() == 90);  // floor(0.9 * 101)
+  CHECK(xb.size() == 11);
+  std::set<int32_t> all(xa.begin(), xa.end());
+  all.insert(xb.begin(), xb.end());
+  CHECK(all.size() == 101);
+}
+
+TEST_CASE("loader: the shuffle is a seeded permutation per epoch", "[data]") {
+  TempDir dir;
+  SourcePtr s = indexed_source(dir, 50);
+  Loader l = make_loader(s, {"train", 8, true, false, 0.2, 1.0, 42});
+  std::vector<int64_t> e0 = l.epoch_order(0), e1 = l.epoch_order(1);
+  std::vector<int64_t> ref0 = reference_shuffle(40, 42, "train", 0);
+  for (int64_t& i : ref0) i += 10;
+  CHECK(e0 == ref0);
+  std::vector<int64_t> sorted = e0;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> split(40);
+  std::iota(split.begin(), split.end(), 10);
+  CHECK(sorted == split);
+  CHECK(e0 != e1);
+  CHECK(make_loader(s, {"train", 8, true, false, 0.2, 1.0, 42}).epoch_order(1) == e1);
+  CHECK(make_loader(s, {"other", 8, true, false, 0.2, 1.0, 42}).epoch_order(0) != e0);
+  CHECK(make_loader(s, {"train", 8, true, false, 0.2, 1.0, 43}).epoch_order(0) != e0);
+  // The batches follow the order, epoch after epoch.
+  std::vector<int64_t> seen;
+  for (int b = 0; b < 10; ++b) {
+    for (int32_t x : next_indices(l)) seen.push_back(x);
+  }
+  std::vector<int64_t> expected = e0;
+  expected.insert(expected.end(), e1.begin(), e1.end());
+  CHECK(seen == expected);
+  CHECK(l.counters() == LoaderCounters{80, 10, 2, 0});
+}
+
+TEST_CASE("loader: token sources count tokens", "[data]") {
+  TempDir dir;
+  std::vector<uint16_t> tokens(41);
+  std::iota(tokens.begin(), tokens.end(), uint16_t{0});
+  write_file(dir / "t.bin", le_bytes(tokens));
+  Loader l = make_loader(*open_tokens({dir / "t.bin"}, ir::DType::U16, 4),
+                         {"text", 3, false, false, 0, 1, 0});
+  for (int i = 0; i < 4; ++i) REQUIRE(l.next().ok());  // 10 windows: 3 3 3 1
+  CHECK(l.counters() == LoaderCounters{10, 4, 1, 40});
+}
+
+TEST_CASE("loader: a restored loader continues with byte-identical batches", "[data]") {
+  TempDir dir;
+  std::vector<uint8_t> pixels(37 * 5);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 13);
+  write_file(dir / "p.npy", npy_bytes("|u1", "(37, 5)", le_bytes(pixels)));
+  SourcePtr s = *open_npy({{"p", dir / "p.npy"}});
+  LoaderOptions options{"train", 4, true, GENERATE(false, true), 0.0, 1.0, 9};
+  Loader uninterrupted = make_loader(s, options);
+  Loader first = make_loader(s, options);
+  int stop_after = GENERATE(0, 5, 9, 10, 23);
+  for (int i = 0; i < stop_after; ++i) {
+    REQUIRE(uninterrupted.next().ok());
+    REQUIRE(first.next().ok());
+  }
+  std::string saved = first.save().dump();
+  Loader resumed = make_loader(s, options);
+  Status restored = resumed.restore(nlohmann::json::parse(saved));
+  INFO(restored.error());
+  REQUIRE(restored.ok());
+  CHECK(resumed.state() == uninterrupted.state());
+  for (int i = 0; i < 25; ++i) {
+    ir::Result<Batch> a = uninterrupted.next(), b = resumed.next();
+    REQUIRE((a.ok() && b.ok()));
+    CHECK(a->size == b->size);
+    CHECK(a->epoch == b->epoch);
+    const BatchField &fa = a->fields[0], &fb = b->fields[0];
+    REQUIRE(fa.size_bytes == fb.size_bytes);
+    CHECK(std::equal(fa.data().begin(), fa.data().end(), fb.data().begin()));
+  }
+  CHECK(resumed.counters() == uninterrupted.counters());
+}
+
+TEST_CASE("loader: restore refuses another configuration or a bad state", "[data]") {
+  TempDir dir;
+  SourcePtr s = indexed_source(dir, 20);
+  Loader a = make_loader(s, {"train", 4, true, false, 0.0, 0.5, 1});
+  REQUIRE(a.next().ok());
+  nlohmann::json saved = a.save();
+  CHECK(saved["offset"] == 4);
+  CHECK(saved["split"] == nlohmann::json::array({0, 10}));
+  Status seed = make_loader(s, {"train", 4, true, false, 0.0, 0.5, 2}).restore(saved);
+  REQUIRE_FALSE(seed.ok());
+  CHECK(seed.error() == "loader train: cannot resume: the checkpoint's seed is 1, this loader's 2");
+  Status split = make_loader(s, {"train", 4, true, false, 0.0, 0.6, 1}).restore(saved);
+  REQUIRE_FALSE(split.ok());
+  CHECK(split.error().find("the checkpoint's split is [0,10], this loader's [0,12]") !=
+        std::string::npos);
+  CHECK(make_loader(s, {"train", 5, true, false, 0.0, 0.5, 1})
+            .restore(saved)
+            .ok());  // batch may change
+  nlohmann::json bad = saved;
+  bad["offset"] = 10;
+  CHECK(make_loader(s, {"train", 4, true, false, 0.0, 0.5, 1})
+            .restore(bad)
+            .error()
+            .find("outside the split") != std::string::npos);
+  bad.erase("counters");
+  CHECK(make_loader(s, {"train", 4, true, false, 0.0, 0.5, 1})
+            .restore(bad)
+            .error()
+            .find("malformed loader state") != std::string::npos);
+}
+
+TEST_CASE("loader: a stage's batch applies at once and keeps the order", "[data]") {
+  TempDir dir;
+  Loader l = make_loader(indexed_source(dir, 12), {"train", 2, false, true, 0.0, 1.0, 0});
+  CHECK(next_indices(l) == std::vector<int32_t>{0, 1});
+  REQUIRE(l.apply_stage({5, std::nullopt}).ok());
+  CHECK(next_indices(l) == std::vector<int32_t>{2, 3, 4, 5, 6});
+  CHECK(next_indices(l) == std::vector<int32_t>{7, 8, 9, 10, 11});
+  CHECK(l.counters().epochs == 1);
+  REQUIRE(l.apply_stage({7, std::nullopt}).ok());
+  CHECK(next_indices(l) == std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6});
+  CHECK(l.counters().epochs == 2);  // 5 left: not a whole batch of 7
+  Status seq = l.apply_stage({std::nullopt, 64});
+  REQUIRE_FALSE(seq.ok());
+  CHECK(seq.error().find("loader train: a stage's :seq-len is not supported yet") == 0);
+  CHECK(l.apply_stage({13, std::nullopt}).error().find("more than the split's 12 examples") !=
+        std::string::npos);
+  CHECK(l.apply_stage({0, std::nullopt}).error().find("at least 1") != std::string::npos);
+}
+
+TEST_CASE("loader: option errors, and a source's load error from next()", "[data]") {
+  TempDir dir;
+  SourcePtr s = indexed_source(dir, 10);
+  CHECK(Loader::create(s, {"a", 0, false, false, 0, 1, 0}).error() ==
+        "loader a: :batch must be at least 1, not 0");
+  CHECK(
+      Loader::create(s, {"a", 1, false, false, 0.6, 0.5, 0}).error().find("is not two fractions") !=
+      std::string::npos);
+  CHECK(
+      Loader::create(s, {"a", 1, false, false, 0.0, 1.5, 0}).error().find("is not two fractions") !=
+      std::string::npos);
+  CHECK(Loader::create(s, {"a", 1, false, false, 0.5, 0.55, 0}).error() ==
+        "loader a: the split [5, 5) of 10 examples is empty");
+  CHECK(Loader::create(s, {"a", 6, false, true, 0.0, 0.5, 0}).error() ==
+        "loader a: the split has 5 examples, fewer than one batch of 6, and :drop-last drops it");
+  // A file replaced by a shorter one between open (check) and the first batch.
+  write_file(dir / "t.bin", std::string(20, 'a'));
+  ir::Result<SourcePtr> t = open_text({dir / "t.bin"}, 4);
+  REQUIRE(t.ok());
+  write_file(dir / "t.bin", std::string(10, 'a'));
+  Loader l = make_loader(*t, {"text", 2, false, false, 0, 1, 0});
+  ir::Result<Batch> b = l.next();
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error() ==
+        "loader text: \"" + (dir / "t.bin").string() + "\": changed size since it was opened");
+}
