@@ -345,3 +345,21 @@
 (defmacro stage-function (name args &body body)
   "Stage BODY as the IR function NAME with inputs ARGS, each (arg shape [dtype] [:param])."
   `(%stage-function ',name ',args (lambda ,(mapcar #'car args) ,@body)))
+
+;;; The declared selection: read before the file is evaluated (the
+;;; compiler's pre-pass); here each form binds or names what was read.
+
+(defmacro defknob (name default &rest options)
+  "Declare a knob: bound to its selected value, a global lexical variable."
+  (declare (ignore default options))
+  `(%defknob ',name))
+
+(defmacro defvariant (name &rest options)
+  "Declare a named set of knob values, selected with --variant."
+  (declare (ignore options))
+  `',name)
+
+(defmacro defsweep (name &rest options)
+  "Declare a sweep: knob value lists, one run per point of their product."
+  (declare (ignore options))
+  `',name)

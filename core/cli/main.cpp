@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "cli/verbs.h"
-#include "sexpgpu/plugin.h"
 #include "host/plugin_host.h"
+#include "sexpgpu/plugin.h"
 #include "util/big_stack.h"
 
 #ifndef SEXPGPU_VERSION
@@ -19,13 +19,38 @@ namespace sexpgpu::cli {
 void LimitFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--eval-steps", limits.steps, "evaluation step limit (default 2e7)");
   cmd->add_option("--eval-depth", limits.depth, "call depth limit (default 10000)");
-  cmd->add_option("--eval-heap", limits.heap_bytes, "compile-time heap limit in bytes (default 1 GiB)");
-  cmd->add_option("--ir-nodes", limits.ir_nodes, "IR nodes per function before fusion (default 100000)");
+  cmd->add_option("--eval-heap", limits.heap_bytes,
+                  "compile-time heap limit in bytes (default 1 GiB)");
+  cmd->add_option("--ir-nodes", limits.ir_nodes,
+                  "IR nodes per function before fusion (default 100000)");
+  cmd->add_option("--variant", variants, "apply declared variants, left to right")->delimiter(',');
+  cmd->add_option("--set", sets, "set a knob: KNOB=VALUE (repeatable; after the variants)");
+  cmd->add_option("--point", point, "a sweep point: SWEEP:INDEX (0-based; applied last)");
 }
 
-static bool no_color() { return std::getenv("NO_COLOR") != nullptr; }
-bool use_color_stderr() { return !no_color() && isatty(2); }
-bool use_color_stdout() { return !no_color() && isatty(1); }
+bool LimitFlags::request(select::Request& out) const {
+  out.variants = variants;
+  out.point = point;
+  for (const std::string& s : sets) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "sexpgpu: --set " << s << ": write KNOB=VALUE\n";
+      return false;
+    }
+    out.sets.push_back({s.substr(0, eq), s.substr(eq + 1)});
+  }
+  return true;
+}
+
+static bool no_color() {
+  return std::getenv("NO_COLOR") != nullptr;
+}
+bool use_color_stderr() {
+  return !no_color() && isatty(2);
+}
+bool use_color_stdout() {
+  return !no_color() && isatty(1);
+}
 
 }  // namespace sexpgpu::cli
 
@@ -35,13 +60,18 @@ int main(int argc, char** argv) {
     CLI::App app{"SexpGPU: one Lisp file per ML experiment, checked, compiled and trained."};
     app.require_subcommand(0, 1);
     bool version = false;
-    app.add_flag("--version", version, "print the version, the plugin ABI version and the IR version");
+    app.add_flag("--version", version,
+                 "print the version, the plugin ABI version and the IR version");
     bool include_dir = false;
-    app.add_flag("--include-dir", include_dir, "print the directory holding sexpgpu/plugin.h, for plugin authors");
+    app.add_flag("--include-dir", include_dir,
+                 "print the directory holding sexpgpu/plugin.h, for plugin authors");
     int exit_code = 0;
     cli::add_check(app, exit_code);
     cli::add_eval(app, exit_code);
     cli::add_ir(app, exit_code);
+    cli::add_checkpoint(app, exit_code);
+    cli::add_status(app, exit_code);
+    cli::add_variants(app, exit_code);
     cli::add_docs(app, exit_code);
     cli::add_fmt(app, exit_code);
     cli::add_doctor(app, exit_code);

@@ -15,7 +15,8 @@ void add_check(CLI::App& app, int& exit_code) {
     LimitFlags limits;
   };
   auto opts = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("check", "read and evaluate files, reporting every diagnostic");
+  CLI::App* cmd =
+      app.add_subcommand("check", "read and evaluate files, reporting every diagnostic");
   cmd->add_option("files", opts->files, "run files to check")->required();
   cmd->add_flag("--json", opts->json, "print the diagnostics as one JSON document");
   cmd->add_flag("--strict", opts->strict, "warnings fail the check too");
@@ -29,6 +30,10 @@ void add_check(CLI::App& app, int& exit_code) {
     size_t errors = 0, warnings = 0;
     for (const std::string& file : opts->files) {
       auto s = std::make_unique<lisp::Session>(opts->limits.limits);
+      if (!opts->limits.request(s->selection().request)) {
+        exit_code = kUsage;
+        return;
+      }
       std::string io_error;
       if (!s->load_file(file, &io_error)) {
         std::cerr << "sexpgpu check: " << io_error << "\n";
@@ -51,13 +56,14 @@ void add_check(CLI::App& app, int& exit_code) {
       // each file's list and merge as JSON.
       nlohmann::json merged = nlohmann::json::array();
       for (auto& s : sessions)
-        for (auto& j : nlohmann::json::parse(render_json(s->sources, s->sink.all()))) merged.push_back(j);
+        for (auto& j : nlohmann::json::parse(render_json(s->sources, s->sink.all())))
+          merged.push_back(j);
       std::cout << merged.dump(2) << "\n";
     } else {
       std::cout << human;
       if (errors || warnings)
-        std::cerr << errors << " error" << (errors == 1 ? "" : "s") << ", " << warnings << " warning"
-                  << (warnings == 1 ? "" : "s") << "\n";
+        std::cerr << errors << " error" << (errors == 1 ? "" : "s") << ", " << warnings
+                  << " warning" << (warnings == 1 ? "" : "s") << "\n";
     }
     (void)sources;
     exit_code = errors || (opts->strict && warnings) ? kFileErrors : kOk;

@@ -48,9 +48,12 @@ bool balanced(const std::string& text) {
       continue;
     }
     if (in_string) {
-      if (escape) escape = false;
-      else if (c == '\\') escape = true;
-      else if (c == '"') in_string = false;
+      if (escape)
+        escape = false;
+      else if (c == '\\')
+        escape = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '\\' && i + 1 < text.size()) {
@@ -58,11 +61,16 @@ bool balanced(const std::string& text) {
       any = true;
       continue;
     }
-    if (c == ';') comment = true;
-    else if (c == '"') in_string = true, any = true;
-    else if (c == '(') ++depth, any = true;
-    else if (c == ')') --depth;
-    else if (!isspace((unsigned char)c)) any = true;
+    if (c == ';')
+      comment = true;
+    else if (c == '"')
+      in_string = true, any = true;
+    else if (c == '(')
+      ++depth, any = true;
+    else if (c == ')')
+      --depth;
+    else if (!isspace((unsigned char)c))
+      any = true;
   }
   return any && depth <= 0 && !in_string;
 }
@@ -106,7 +114,8 @@ void add_eval(CLI::App& app, int& exit_code) {
     LimitFlags limits;
   };
   auto opts = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("eval", "evaluate forms at compile time and print their values");
+  CLI::App* cmd =
+      app.add_subcommand("eval", "evaluate forms at compile time and print their values");
   cmd->add_option("file", opts->file, "a run file to load first");
   cmd->add_option("-e,--expr", opts->expr, "the forms to evaluate");
   cmd->add_flag("--readably", opts->readably, "print with prin1 as SBCL does (upper-case symbols)");
@@ -115,6 +124,10 @@ void add_eval(CLI::App& app, int& exit_code) {
   cmd->callback([opts, &exit_code]() {
     // Left to the OS at exit (see verb_check.cpp): freeing it costs more than it saves.
     lisp::Session& s = *new lisp::Session(opts->limits.limits);
+    if (!opts->limits.request(s.selection().request)) {
+      exit_code = kUsage;
+      return;
+    }
     size_t shown = 0;
     bool failed = false;
     if (!opts->file.empty()) {
@@ -132,7 +145,8 @@ void add_eval(CLI::App& app, int& exit_code) {
       auto start = std::chrono::steady_clock::now();
       bool ok = s.eval_string("<-e>", opts->expr, &vals);
       if (opts->stats) {
-        double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        double secs =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         uint64_t steps = s.interp->total_steps - steps_before;
         std::cerr << "steps " << steps << ", " << secs << " s, " << uint64_t(double(steps) / secs)
                   << " steps/s\n";

@@ -28,6 +28,10 @@ void add_ir(CLI::App& app, int& exit_code) {
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
     auto s = std::make_unique<lisp::Session>(opts->limits.limits);
+    if (!opts->limits.request(s->selection().request)) {
+      exit_code = kUsage;
+      return;
+    }
     std::string io_error;
     if (!s->load_file(opts->file, &io_error)) {
       std::cerr << "sexpgpu ir: " << io_error << "\n";

@@ -6,15 +6,21 @@
 #include <CLI/CLI.hpp>
 
 #include "lisp/interp.h"
+#include "select/selection.h"
 
 namespace sexpgpu::cli {
 
 enum Exit { kOk = 0, kFileErrors = 1, kUsage = 2, kCannotRun = 5 };
 
-// The evaluation-limit flags every verb that reads a run file takes.
+// The flags every verb that reads a run file takes: the selection
+// (--variant, --set, --point) and the evaluation limits.
 struct LimitFlags {
   lisp::Limits limits;
+  std::vector<std::string> variants, sets;
+  std::string point;
   void add_to(CLI::App* cmd);
+  // The selection request; false (after printing why) for a malformed --set.
+  bool request(select::Request& out) const;
 };
 
 // True when standard error is a terminal and NO_COLOR is unset.
@@ -27,5 +33,8 @@ void add_fmt(CLI::App& app, int& exit_code);
 void add_doctor(CLI::App& app, int& exit_code);
 void add_docs(CLI::App& app, int& exit_code);
 void add_ir(CLI::App& app, int& exit_code);
+void add_checkpoint(CLI::App& app, int& exit_code);
+void add_status(CLI::App& app, int& exit_code);
+void add_variants(CLI::App& app, int& exit_code);
 
 }  // namespace sexpgpu::cli

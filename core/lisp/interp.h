@@ -305,6 +305,8 @@ class Interp {
   // The staging layer's state (core/stage's Stager), owned with the
   // interpreter; empty where no tensors are staged.
   std::shared_ptr<void> stage_state;
+  // The declared selection of the file being read (core/select), or empty.
+  std::shared_ptr<void> selection_state;
 
   // ---- errors ---------------------------------------------------------------
   [[noreturn]] void fail(const char* code, std::string message, std::string fix = "");

@@ -12,6 +12,8 @@ namespace sexpgpu::lisp {
 Session::Session(const Limits& limits) {
   interp = std::make_unique<Interp>(sources, sink);
   stage::install(*interp);
+  interp->selection_state = std::make_shared<select::Selection>();
+  select::register_builtins(*interp);
   // The prelude is ours: it loads under the default limits, and the user's
   // limits (and heap accounting) start with the user's file.
   load_prelude(*interp);
@@ -41,7 +43,15 @@ void Session::load_source(const std::string& path, std::string text) {
   uint32_t id = sources.add(path, std::move(text));
   std::string saved = interp->current_file;
   interp->current_file = path;
-  for (const ReadForm& rf : read_file_forms(*interp, id)) interp->eval_toplevel(rf.form, nullptr, &rf.span);
+  std::vector<ReadForm> forms = read_file_forms(*interp, id);
+  // The first file is the run file: its selection is read before it runs.
+  bool run_file = !selection_read_;
+  if (run_file) {
+    selection_read_ = true;
+    select::preread(*interp, forms, selection());
+  }
+  for (const ReadForm& rf : forms) interp->eval_toplevel(rf.form, nullptr, &rf.span);
+  if (run_file) select::warn_unused(*interp, forms, selection());
   interp->current_file = saved;
 }
 

@@ -7,6 +7,7 @@
 
 #include "lisp/interp.h"
 #include "lisp/reader.h"
+#include "select/selection.h"
 
 namespace sexpgpu::lisp {
 
@@ -16,6 +17,9 @@ class Session {
   SourceMap sources;
   DiagnosticSink sink;
   std::unique_ptr<Interp> interp;
+  // The file's declared selection; set `selection().request` before
+  // loading the file (the verbs' --variant/--set/--point).
+  select::Selection& selection() { return *select::selection_of(*interp); }
 
   // Reads and evaluates a file, each top-level form on its own: an error in
   // one is reported and the next is still evaluated. False if the file
@@ -26,6 +30,9 @@ class Session {
   // Evaluates the forms of `text` (named `name` in diagnostics); the values
   // of the last form are stored in `last`. False on the first error.
   bool eval_string(const std::string& name, const std::string& text, std::vector<Value>* last);
+
+ private:
+  bool selection_read_ = false;
 };
 
 }  // namespace sexpgpu::lisp

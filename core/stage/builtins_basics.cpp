@@ -132,36 +132,35 @@ void register_tensor_basics(Interp& in) {
              { return filled_like(in, args, nargs, 1.0, "ones-like"); });
   SG_BUILTIN(in, "FULL-LIKE", 2, -1, "(full-like x value &key dtype)",
              { return filled_like(in, args, nargs, std::nullopt, "full-like"); });
-  SG_BUILTIN(in, "ARANGE", 1, -1,
-             "start, start+step, ... below end: (arange end), (arange start end [step] &key dtype)",
-             {
-               int positional = 0;
-               while (positional < nargs && positional < 3 && !args[positional].is_symbol())
-                 ++positional;
-               Value k[1];
-               in.parse_keys(args, nargs, positional, {"DTYPE"}, k);
-               double start = 0, end, step = 1;
-               bool ints = true;
-               for (int i = 0; i < positional; ++i) ints = ints && args[i].is_int();
-               if (positional == 1) {
-                 end = arg_number(in, args[0], "arange");
-               } else {
-                 start = arg_number(in, args[0], "arange");
-                 end = arg_number(in, args[1], "arange");
-                 if (positional == 3) step = arg_number(in, args[2], "arange");
-               }
-               if (step == 0) in.fail("E-SHAPE", "arange: the step is 0");
-               double count = std::ceil((end - start) / step);
-               if (!(count < 0x1p62))  // also NaN: more than a shape can hold
-                 in.fail("E-SHAPE", "arange: " + lisp::format_float(count) + " elements are too many");
-               int64_t n = count > 0 ? int64_t(count) : 0;
-               Attrs a;
-               a.shape = ir::Dims{n};
-               a.dtype = arg_dtype(in, k[0], ints ? DType::I32 : ir::kDefaultDType);
-               a.start = start;
-               a.step = step;
-               return stager_of(in).stage_value(Op::Arange, {}, std::move(a));
-             });
+  SG_BUILTIN(
+      in, "ARANGE", 1, -1,
+      "start, start+step, ... below end: (arange end), (arange start end [step] &key dtype)", {
+        int positional = 0;
+        while (positional < nargs && positional < 3 && !args[positional].is_symbol()) ++positional;
+        Value k[1];
+        in.parse_keys(args, nargs, positional, {"DTYPE"}, k);
+        double start = 0, end, step = 1;
+        bool ints = true;
+        for (int i = 0; i < positional; ++i) ints = ints && args[i].is_int();
+        if (positional == 1) {
+          end = arg_number(in, args[0], "arange");
+        } else {
+          start = arg_number(in, args[0], "arange");
+          end = arg_number(in, args[1], "arange");
+          if (positional == 3) step = arg_number(in, args[2], "arange");
+        }
+        if (step == 0) in.fail("E-SHAPE", "arange: the step is 0");
+        double count = std::ceil((end - start) / step);
+        if (!(count < 0x1p62))  // also NaN: more than a shape can hold
+          in.fail("E-SHAPE", "arange: " + lisp::format_float(count) + " elements are too many");
+        int64_t n = count > 0 ? int64_t(count) : 0;
+        Attrs a;
+        a.shape = ir::Dims{n};
+        a.dtype = arg_dtype(in, k[0], ints ? DType::I32 : ir::kDefaultDType);
+        a.start = start;
+        a.step = step;
+        return stager_of(in).stage_value(Op::Arange, {}, std::move(a));
+      });
   SG_BUILTIN(in, "CONSTANT", 1, -1,
              "a tensor of a number or (nested) list: (constant x &key dtype)", {
                Value k[1];

@@ -139,6 +139,44 @@ expect check-shape 1 $? "E-SHAPE.*f32\[3,4\].*f32\[5\]" "$TMP/out"
 "$BIN" eval -e "(matmul (zeros '(128 784)) (zeros '(784 10)))" >"$TMP/out" 2>&1
 expect eval-tensor 0 $? "^#<tensor f32\[128,10\]>$" "$TMP/out"
 
+# The declared selection: variants, --set, --point, the slug, every code.
+cat >"$TMP/knobs.lisp" <<'LISP'
+(defknob width 256 :doc "hidden width" :type integer :min 1)
+(defknob hidden (* 4 width) :type integer)
+(defknob lr 1e-3 :type float :min 0.0)
+(defknob spare 1)
+(defvariant wide (:width 1024))
+(defvariant narrow (:width 64))
+(defsweep lr-scan (:lr (3e-4 1e-3 3e-3)))
+(list width hidden lr)
+LISP
+"$BIN" variants "$TMP/knobs.lisp" --json >"$TMP/out" 2>"$TMP/err"
+expect variants-json 0 $? '"slug": "knobs"' "$TMP/out"
+grep -q '"slug": "knobs.lr=0.003"' "$TMP/out" || { echo "FAIL variants: sweep point slugs"; fail=$((fail + 1)); }
+grep -q "W-UNUSED-KNOB knob 'spare'" "$TMP/err" || { echo "FAIL W-UNUSED-KNOB"; fail=$((fail + 1)); }
+"$BIN" variants "$TMP/knobs.lisp" --variant wide --set lr=0.01 >"$TMP/out" 2>/dev/null
+expect variants-selected 0 $? "^selected: knobs.wide.lr=0.01$" "$TMP/out"
+"$BIN" eval "$TMP/knobs.lisp" --set width=512 -e "(list width hidden lr)" >"$TMP/out" 2>/dev/null
+expect knob-set-derived 0 $? '^\(512 2048 0.001\)$' "$TMP/out"
+"$BIN" eval "$TMP/knobs.lisp" --point lr-scan:2 -e lr >"$TMP/out" 2>/dev/null
+expect knob-point 0 $? '^0.003$' "$TMP/out"
+"$BIN" check "$TMP/knobs.lisp" --variant wide,narrow >"$TMP/out" 2>&1
+expect knob-variant-conflict 0 $? "W-VARIANT-CONFLICT" "$TMP/out"
+"$BIN" check "$TMP/knobs.lisp" --variant huge >"$TMP/out" 2>&1
+expect knob-variant-unknown 1 $? "E-VARIANT-UNKNOWN no variant named 'huge' \(declared: wide, narrow\)" "$TMP/out"
+"$BIN" check "$TMP/knobs.lisp" --point lr-scan:3 >"$TMP/out" 2>&1
+expect knob-point-range 1 $? "E-SWEEP-UNKNOWN" "$TMP/out"
+"$BIN" check "$TMP/knobs.lisp" --point nope:0 >"$TMP/out" 2>&1
+expect knob-sweep-unknown 1 $? "E-SWEEP-UNKNOWN no sweep named 'nope'" "$TMP/out"
+"$BIN" check "$TMP/knobs.lisp" --set width=0 >"$TMP/out" 2>&1
+expect knob-min 1 $? "knobs.lisp:1:1: E-KNOB-TYPE knob 'width' = 0 is below the minimum 1" "$TMP/out"
+"$BIN" check "$TMP/knobs.lisp" --set width=wide >"$TMP/out" 2>&1
+expect knob-type 1 $? "E-KNOB-TYPE knob 'width' = wide is not of type integer" "$TMP/out"
+"$BIN" check "$TMP/knobs.lisp" --set depth=3 >"$TMP/out" 2>&1
+expect knob-unknown 1 $? "E-KNOB-UNKNOWN --set sets 'depth'" "$TMP/out"
+"$BIN" check "$TMP/knobs.lisp" --set width >"$TMP/out" 2>&1
+expect knob-set-malformed 2 $?
+
 # The REPL on a terminal (a pseudo-terminal from script(1), util-linux).
 if command -v script >/dev/null && script -qec true /dev/null >/dev/null 2>&1; then
   printf '(defun sq (x)\n  (* x x))\n(sq 12)\n(car 1)\n' |

@@ -15,7 +15,6 @@ using namespace sexpgpu;
 using namespace sexpgpu::lisp;
 namespace fs = std::filesystem;
 
-
 struct Expectation {
   std::vector<std::string> values;
   std::string error_code;
@@ -38,7 +37,8 @@ inline Expectation expectations_after(const std::string& text, size_t offset) {
       e.values.push_back(v);
     } else if (trimmed.rfind(";!", 0) == 0) {
       e.error_code = trimmed.substr(2);
-      while (!e.error_code.empty() && isspace((unsigned char)e.error_code.back())) e.error_code.pop_back();
+      while (!e.error_code.empty() && isspace((unsigned char)e.error_code.back()))
+        e.error_code.pop_back();
     } else if (!trimmed.empty() && !(pos == offset)) {
       break;
     } else if (!trimmed.empty() && trimmed[0] != ';') {
@@ -58,6 +58,18 @@ inline void run_golden_text(const std::string& name, const std::string& text, in
   s.interp->output = &captured;
   uint32_t id = s.sources.add(path.string(), text);
   s.interp->current_file = path.string();
+  // As for a run file, the declared selection is read first; its
+  // diagnostics count for the form they are about.
+  std::vector<Diagnostic> early;
+  try {
+    std::vector<ReadForm> all = read_file_forms(*s.interp, id);
+    select::preread(*s.interp, all, s.selection());
+    select::warn_unused(*s.interp, all, s.selection());
+  } catch (LispError&) {
+    // a read error: reported below at its form
+  }
+  early = s.sink.all();
+  s.sink.clear();
   Reader reader(*s.interp, id);
   for (;;) {
     ReadForm rf;
@@ -71,6 +83,11 @@ inline void run_golden_text(const std::string& name, const std::string& text, in
     size_t before = s.sink.all().size();
     Value v;
     bool ok = s.interp->eval_toplevel(rf.form, &v, &rf.span);
+    for (const Diagnostic& d : early)
+      if (d.span.line == rf.span.line) {
+        s.sink.report(d);
+        if (d.severity == Severity::Error) ok = false;
+      }
     std::string where = path.filename().string() + ":" + std::to_string(rf.span.line) + ": " +
                         s.interp->print(rf.form, {true, false, false}).substr(0, 120);
     std::string got_error;
@@ -97,12 +114,12 @@ inline void run_golden_text(const std::string& name, const std::string& text, in
     }
     if (!want.values.empty()) {
       std::vector<std::string> got;
-      for (Value x : s.interp->last_values(v)) got.push_back(s.interp->print(x, {true, false, false}));
+      for (Value x : s.interp->last_values(v))
+        got.push_back(s.interp->print(x, {true, false, false}));
       CHECK(got == want.values);
       ++checked;
     }
   }
 }
-
 
 }  // namespace golden
