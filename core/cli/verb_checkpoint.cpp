@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-constexpr int kCorrupt = 1, kIoFailure = 3;
+constexpr int kCorrupt = kFileErrors, kIoFailure = kRunFailed;
 
 std::string number(double v) {
   char buf[32];

@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-constexpr int kIoFailure = 3;
+constexpr int kIoFailure = kRunFailed;
 
 std::string number(double v) {
   char buf[32];

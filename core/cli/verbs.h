@@ -10,7 +10,17 @@
 
 namespace sexpgpu::cli {
 
-enum Exit { kOk = 0, kFileErrors = 1, kUsage = 2, kCannotRun = 5 };
+// cli.md's exit codes.
+enum Exit {
+  kOk = 0,
+  kFileErrors = 1,
+  kUsage = 2,
+  kRunFailed = 3,  // device, plugin, data or I/O failure at run time
+  kNonfinite = 4,
+  kCannotRun = 5,
+  kResumable = 75,
+  kInterrupted = 130
+};
 
 // The flags every verb that reads a run file takes: the selection
 // (--variant, --set, --point) and the evaluation limits.
