@@ -363,3 +363,10 @@
   "Declare a sweep: knob value lists, one run per point of their product."
   (declare (ignore options))
   `',name)
+
+;;; The run file's declarations: each defining form hands its option forms,
+;;; unevaluated, to a builtin that reads them as run-file.md says.
+
+(defmacro defloader (name &rest options)
+  "Declare a data loader: its :source, :batch, :split, :shuffle and :drop-last."
+  `(%defloader ',name ',options))

@@ -307,6 +307,8 @@ class Interp {
   std::shared_ptr<void> stage_state;
   // The declared selection of the file being read (core/select), or empty.
   std::shared_ptr<void> selection_state;
+  // The run file's declarations: loaders (core/runfile), or empty.
+  std::shared_ptr<void> runfile_state;
 
   // ---- errors ---------------------------------------------------------------
   [[noreturn]] void fail(const char* code, std::string message, std::string fix = "");

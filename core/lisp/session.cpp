@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runfile/loaders.h"
 #include "stage/stager.h"
 
 namespace sexpgpu::lisp {
@@ -14,6 +15,7 @@ Session::Session(const Limits& limits) {
   stage::install(*interp);
   interp->selection_state = std::make_shared<select::Selection>();
   select::register_builtins(*interp);
+  runfile::register_loaders(*interp);
   // The prelude is ours: it loads under the default limits, and the user's
   // limits (and heap accounting) start with the user's file.
   load_prelude(*interp);
