@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
     cli::add_checkpoint(app, exit_code);
     cli::add_status(app, exit_code);
     cli::add_variants(app, exit_code);
+    cli::add_annotate(app, exit_code);
     cli::add_docs(app, exit_code);
     cli::add_fmt(app, exit_code);
     cli::add_doctor(app, exit_code);

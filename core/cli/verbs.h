@@ -46,5 +46,6 @@ void add_ir(CLI::App& app, int& exit_code);
 void add_checkpoint(CLI::App& app, int& exit_code);
 void add_status(CLI::App& app, int& exit_code);
 void add_variants(CLI::App& app, int& exit_code);
+void add_annotate(CLI::App& app, int& exit_code);
 
 }  // namespace sexpgpu::cli

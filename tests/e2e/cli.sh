@@ -177,6 +177,19 @@ expect knob-unknown 1 $? "E-KNOB-UNKNOWN --set sets 'depth'" "$TMP/out"
 "$BIN" check "$TMP/knobs.lisp" --set width >"$TMP/out" 2>&1
 expect knob-set-malformed 2 $?
 
+# annotate: a note appended to a run's events at its latest step.
+mkdir -p "$TMP/run"
+printf '{"kind":"open","time":"2026-11-30T00:00:00.000Z"}\n{"kind":"step","time":"2026-11-30T00:00:01.000Z","step":40,"metrics":{}}\n' >"$TMP/run/events.jsonl"
+"$BIN" annotate "$TMP/run" "lr looked too high here" --data '{"lr": 0.1}' >"$TMP/out" 2>&1
+expect annotate 0 $?
+tail -1 "$TMP/run/events.jsonl" >"$TMP/out"
+grep -q '"kind":"annotation"' "$TMP/out" && grep -q '"step":40' "$TMP/out" && grep -q '"text":"lr looked too high here"' "$TMP/out" && grep -q '"lr":0.1' "$TMP/out" \
+  || { echo "FAIL annotate: the appended event"; cat "$TMP/out"; fail=$((fail + 1)); }
+"$BIN" annotate "$TMP/nowhere" "x" >"$TMP/out" 2>&1
+expect annotate-no-run 2 $? "holds no run" "$TMP/out"
+"$BIN" annotate "$TMP/run" "x" --data '{bad' >"$TMP/out" 2>&1
+expect annotate-bad-data 2 $? "not JSON" "$TMP/out"
+
 # The REPL on a terminal (a pseudo-terminal from script(1), util-linux).
 if command -v script >/dev/null && script -qec true /dev/null >/dev/null 2>&1; then
   printf '(defun sq (x)\n  (* x x))\n(sq 12)\n(car 1)\n' |
