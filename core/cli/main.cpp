@@ -28,6 +28,24 @@ void LimitFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--point", point, "a sweep point: SWEEP:INDEX (0-based; applied last)");
 }
 
+std::unique_ptr<lisp::Session> LimitFlags::load(const std::string& file, const char* verb,
+                                                int& exit_code) const {
+  auto s = std::make_unique<lisp::Session>(limits);
+  if (!request(s->selection().request)) {
+    exit_code = kUsage;
+    return nullptr;
+  }
+  std::string io_error;
+  if (!s->load_file(file, &io_error)) {
+    std::cerr << "sexpgpu " << verb << ": " << io_error << "\n";
+    exit_code = kUsage;
+    return nullptr;
+  }
+  for (const Diagnostic& d : s->sink.all())
+    std::cerr << render_human(s->sources, d, use_color_stderr());
+  return s;
+}
+
 bool LimitFlags::request(select::Request& out) const {
   out.variants = variants;
   out.point = point;

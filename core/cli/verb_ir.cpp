@@ -27,19 +27,8 @@ void add_ir(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-opt", opts->no_opt, "before the passes (folding, CSE, dead code, fusion)");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    auto s = std::make_unique<lisp::Session>(opts->limits.limits);
-    if (!opts->limits.request(s->selection().request)) {
-      exit_code = kUsage;
-      return;
-    }
-    std::string io_error;
-    if (!s->load_file(opts->file, &io_error)) {
-      std::cerr << "sexpgpu ir: " << io_error << "\n";
-      exit_code = kUsage;
-      return;
-    }
-    for (const Diagnostic& d : s->sink.all())
-      std::cerr << render_human(s->sources, d, use_color_stderr());
+    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "ir", exit_code);
+    if (!s) return;
     if (s->sink.error_count()) {
       exit_code = kFileErrors;
       (void)s.release();

@@ -43,19 +43,8 @@ void add_variants(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "one JSON document");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    auto s = std::make_unique<lisp::Session>(opts->limits.limits);
-    if (!opts->limits.request(s->selection().request)) {
-      exit_code = kUsage;
-      return;
-    }
-    std::string io_error;
-    if (!s->load_file(opts->file, &io_error)) {
-      std::cerr << "sexpgpu variants: " << io_error << "\n";
-      exit_code = kUsage;
-      return;
-    }
-    for (const Diagnostic& d : s->sink.all())
-      std::cerr << render_human(s->sources, d, use_color_stderr());
+    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "variants", exit_code);
+    if (!s) return;
     lisp::Interp& in = *s->interp;
     const select::Selection& sel = s->selection();
     std::string stem = std::filesystem::path(opts->file).stem().string();

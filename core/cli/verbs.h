@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "lisp/interp.h"
+#include "lisp/session.h"
 #include "select/selection.h"
 
 namespace sexpgpu::cli {
@@ -31,6 +32,11 @@ struct LimitFlags {
   void add_to(CLI::App* cmd);
   // The selection request; false (after printing why) for a malformed --set.
   bool request(select::Request& out) const;
+  // A session that has read `file` under these flags, its diagnostics
+  // printed on standard error; nullptr (exit_code set to kUsage, the reason
+  // printed as "sexpgpu VERB: ...") when the flags or the file are unusable.
+  std::unique_ptr<lisp::Session> load(const std::string& file, const char* verb,
+                                      int& exit_code) const;
 };
 
 // True when standard error is a terminal and NO_COLOR is unset.
