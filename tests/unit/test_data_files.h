@@ -15,34 +15,18 @@
 
 #include "catch.hpp"
 #include "data/loader.h"
+#include "test_temp_files.h"
 
 namespace data_test {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sexpgpu-data-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+// The suite's temporary directories: sexpgpu-data-XXXXXX.
+struct TempDir : test_files::TempDir {
+  TempDir() : test_files::TempDir("data") {}
 };
 
-inline void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
+using test_files::write_file;
 
 inline void write_gzip(const fs::path& path, const std::string& bytes) {
   gzFile gz = gzopen(path.c_str(), "wb");

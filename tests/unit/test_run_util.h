@@ -11,39 +11,19 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_temp_files.h"
 
 namespace run_test {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "sexpgpu-run-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+// The suite's temporary directories: sexpgpu-run-XXXXXX.
+struct TempDir : test_files::TempDir {
+  TempDir() : test_files::TempDir("run") {}
 };
 
-inline std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-inline void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
-}
+using test_files::read_file;
+using test_files::write_file;
 
 template <class T>
 std::span<const std::byte> bytes_of(const std::vector<T>& v) {
