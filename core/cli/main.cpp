@@ -29,7 +29,7 @@ void LimitFlags::add_to(CLI::App* cmd) {
 }
 
 std::unique_ptr<lisp::Session> LimitFlags::load(const std::string& file, const char* verb,
-                                                int& exit_code) const {
+                                                int& exit_code, bool compile) const {
   auto s = std::make_unique<lisp::Session>(limits);
   if (!request(s->selection().request)) {
     exit_code = kUsage;
@@ -41,6 +41,7 @@ std::unique_ptr<lisp::Session> LimitFlags::load(const std::string& file, const c
     exit_code = kUsage;
     return nullptr;
   }
+  if (compile) s->compile();
   for (const Diagnostic& d : s->sink.all())
     std::cerr << render_human(s->sources, d, use_color_stderr());
   return s;
@@ -58,6 +59,18 @@ bool LimitFlags::request(select::Request& out) const {
     out.sets.push_back({s.substr(0, eq), s.substr(eq + 1)});
   }
   return true;
+}
+
+namespace {
+std::vector<std::string> g_command_line;
+}
+
+const std::vector<std::string>& command_line() {
+  return g_command_line;
+}
+
+void set_command_line(int argc, char** argv) {
+  g_command_line.assign(argv, argv + argc);
 }
 
 static bool no_color() {
@@ -84,13 +97,16 @@ int main(int argc, char** argv) {
     app.add_flag("--include-dir", include_dir,
                  "print the directory holding sexpgpu/plugin.h, for plugin authors");
     int exit_code = 0;
+    cli::set_command_line(argc, argv);
     cli::add_check(app, exit_code);
     cli::add_eval(app, exit_code);
     cli::add_ir(app, exit_code);
+    cli::add_explain(app, exit_code);
     cli::add_checkpoint(app, exit_code);
     cli::add_status(app, exit_code);
     cli::add_variants(app, exit_code);
     cli::add_annotate(app, exit_code);
+    cli::add_run(app, exit_code);
     cli::add_docs(app, exit_code);
     cli::add_fmt(app, exit_code);
     cli::add_doctor(app, exit_code);

@@ -40,6 +40,7 @@ void add_check(CLI::App& app, int& exit_code) {
         exit_code = kUsage;
         return;
       }
+      s->compile();
       errors += s->sink.error_count();
       warnings += s->sink.warning_count();
       if (opts->json) {

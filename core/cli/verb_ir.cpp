@@ -1,7 +1,8 @@
 // sexpgpu ir FILE [--fn NAME] [--json] [--no-opt]: the IR the file stages,
 // as text (tensors.md, "IR printed form") or as the JSON document that
-// crosses the device ABI. Until the run-file stage, the functions are those
-// the file stages with `stage-function` (docs/explain.md).
+// crosses the device ABI: for a run file, the functions the training loop
+// runs (runfile/compile.h); for other files, those it stages with
+// `stage-function` (docs/explain.md).
 #include <iostream>
 
 #include "cli/verbs.h"
@@ -27,7 +28,7 @@ void add_ir(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-opt", opts->no_opt, "before the passes (folding, CSE, dead code, fusion)");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "ir", exit_code);
+    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "ir", exit_code, true);
     if (!s) return;
     if (s->sink.error_count()) {
       exit_code = kFileErrors;

@@ -35,9 +35,15 @@ struct LimitFlags {
   // A session that has read `file` under these flags, its diagnostics
   // printed on standard error; nullptr (exit_code set to kUsage, the reason
   // printed as "sexpgpu VERB: ...") when the flags or the file are unusable.
-  std::unique_ptr<lisp::Session> load(const std::string& file, const char* verb,
-                                      int& exit_code) const;
+  // With `compile`, a run file is also compiled (Session::compile) before
+  // the diagnostics are printed.
+  std::unique_ptr<lisp::Session> load(const std::string& file, const char* verb, int& exit_code,
+                                      bool compile = false) const;
 };
+
+// The process's command line as typed (argv), for run's records.
+const std::vector<std::string>& command_line();
+void set_command_line(int argc, char** argv);
 
 // True when standard error is a terminal and NO_COLOR is unset.
 bool use_color_stderr();
@@ -49,9 +55,11 @@ void add_fmt(CLI::App& app, int& exit_code);
 void add_doctor(CLI::App& app, int& exit_code);
 void add_docs(CLI::App& app, int& exit_code);
 void add_ir(CLI::App& app, int& exit_code);
+void add_explain(CLI::App& app, int& exit_code);
 void add_checkpoint(CLI::App& app, int& exit_code);
 void add_status(CLI::App& app, int& exit_code);
 void add_variants(CLI::App& app, int& exit_code);
 void add_annotate(CLI::App& app, int& exit_code);
+void add_run(CLI::App& app, int& exit_code);
 
 }  // namespace sexpgpu::cli

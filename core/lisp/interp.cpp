@@ -348,11 +348,11 @@ void Interp::defconstant(const char* name, Value v) {
 uint32_t find_atom_span(Value list, Value atom, int depth);
 
 Span Interp::span_of_atom(Value atom) {
-  if (atom_span && atom_form == atom && spans_[atom_span].file > last_prelude_file)
+  if (atom_span && atom_form == atom && is_user_file(spans_[atom_span].file))
     return spans_[atom_span];
   if (cur_cons)
     if (uint32_t s = find_atom_span(Value::object(Kind::Cons, cur_cons), atom, 0))
-      if (spans_[s].file > last_prelude_file) return spans_[s];
+      if (is_user_file(spans_[s].file)) return spans_[s];
   return current_span();
 }
 
@@ -360,7 +360,7 @@ Span Interp::span_of_atom(Value atom) {
 
 Span Interp::current_span() const {
   const Span& s = spans_[cur_span];
-  if (s.file != 0 && s.file <= last_prelude_file && user_span) return spans_[user_span];
+  if (s.file != 0 && !is_user_file(s.file) && user_span) return spans_[user_span];
   return s;
 }
 

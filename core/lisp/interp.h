@@ -307,8 +307,13 @@ class Interp {
   std::shared_ptr<void> stage_state;
   // The declared selection of the file being read (core/select), or empty.
   std::shared_ptr<void> selection_state;
-  // The run file's declarations: loaders (core/runfile), or empty.
+  // The run file's declarations (core/runfile), each part its own registry,
+  // empty where nothing made one: loaders, models and parameters, optimizers
+  // and groups, and the contract (defeval, defrun, metrics, ctx).
   std::shared_ptr<void> runfile_state;
+  std::shared_ptr<void> models_state;
+  std::shared_ptr<void> optimizer_state;
+  std::shared_ptr<void> contract_state;
 
   // ---- errors ---------------------------------------------------------------
   [[noreturn]] void fail(const char* code, std::string message, std::string fix = "");
@@ -412,6 +417,15 @@ class Interp {
   // at the user's form that called it, not at the prelude.
   uint32_t user_span = 0;
   uint32_t last_prelude_file = 0;  // files 1..this are the prelude
+  // Files of standard modules ("sexpgpu/nn"): library code as the prelude is,
+  // so an error inside nn:linear points at the user's (nn:linear ...) form.
+  std::vector<uint32_t> library_files;
+  bool is_user_file(uint32_t file) const {
+    if (file <= last_prelude_file) return false;
+    for (uint32_t f : library_files)
+      if (f == file) return false;
+    return true;
+  }
   Cons* cur_cons = nullptr;  // the form being evaluated (to find atoms' spans on errors)
   Span span_of_atom(Value atom);
   uint32_t atom_span = 0;  // span of the atom being evaluated, when known
@@ -434,7 +448,24 @@ class Interp {
   void new_arena_chunk(size_t at_least);
   uint64_t heap_bytes_ = 0;
   std::unordered_map<std::string, Symbol*> symbols_, keywords_, qualified_;
-  std::unordered_map<uintptr_t, LambdaInfo*> lambda_cache_;
+  // The lambda-list cache's key: the exact forms, compared in full (a hash
+  // of them alone can collide, and a collision would run the wrong body).
+  struct LambdaKey {
+    const void* ll;
+    const void* body;
+    const void* block_name;
+    bool macro;
+    friend bool operator==(const LambdaKey&, const LambdaKey&) = default;
+  };
+  struct LambdaKeyHash {
+    size_t operator()(const LambdaKey& k) const {
+      size_t h = std::hash<const void*>()(k.ll);
+      h = h * 1000003u ^ std::hash<const void*>()(k.body);
+      h = h * 1000003u ^ std::hash<const void*>()(k.block_name);
+      return h * 2 + (k.macro ? 1 : 0);
+    }
+  };
+  std::unordered_map<LambdaKey, LambdaInfo*, LambdaKeyHash> lambda_cache_;
   std::vector<std::unique_ptr<LambdaInfo>> lambda_infos_;
   std::vector<Span> spans_;
   char* stack_base_ = nullptr;

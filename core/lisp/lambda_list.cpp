@@ -13,9 +13,8 @@ namespace sexpgpu::lisp {
 static bool is_lambda_keyword(Interp& in, Value v) {
   if (!v.is_symbol()) return false;
   Symbol* s = v.sym();
-  return s == in.S.optional || s == in.S.rest || s == in.S.key || s == in.S.aux ||
-         s == in.S.body || s == in.S.whole || s == in.S.environment ||
-         s == in.S.allow_other_keys;
+  return s == in.S.optional || s == in.S.rest || s == in.S.key || s == in.S.aux || s == in.S.body ||
+         s == in.S.whole || s == in.S.environment || s == in.S.allow_other_keys;
 }
 
 static Symbol* var_symbol(Interp& in, Value v, const char* what) {
@@ -28,8 +27,7 @@ static Symbol* var_symbol(Interp& in, Value v, const char* what) {
 LambdaInfo* Interp::lambda_info(Value ll, Value body, bool macro, Value block_name) {
   // Cache per (lambda list cons, body cons): a lambda form evaluated many times
   // is parsed once.
-  uintptr_t key = reinterpret_cast<uintptr_t>(ll.p) * 31 + reinterpret_cast<uintptr_t>(body.p) +
-                  (macro ? 1 : 0) + reinterpret_cast<uintptr_t>(block_name.p) * 7;
+  LambdaKey key{ll.p, body.p, block_name.p, macro};
   if (ll.is_cons() || body.is_cons()) {
     auto it = lambda_cache_.find(key);
     if (it != lambda_cache_.end()) return it->second;
@@ -90,8 +88,10 @@ LambdaInfo* Interp::lambda_info(Value ll, Value body, bool macro, Value block_na
     if (after_rest && state == Rest) fail("E-TYPE", "a variable after &rest's in " + show(ll));
     switch (state) {
       case Req:
-        if (macro && x.is_cons()) li.required.push_back(x);
-        else li.required.push_back(symval(var_symbol(*this, x, "required parameter")));
+        if (macro && x.is_cons())
+          li.required.push_back(x);
+        else
+          li.required.push_back(symval(var_symbol(*this, x, "required parameter")));
         break;
       case Opt:
       case Aux: {
@@ -137,13 +137,13 @@ LambdaInfo* Interp::lambda_info(Value ll, Value body, bool macro, Value block_na
           k.init = init_part.cons()->car;
           k.has_init = true;
           if (init_part.cons()->cdr.is_cons())
-            k.supplied = var_symbol(*this, init_part.cons()->cdr.cons()->car, "supplied-p variable");
+            k.supplied =
+                var_symbol(*this, init_part.cons()->cdr.cons()->car, "supplied-p variable");
         }
         li.keys.push_back(k);
         break;
       }
-      case Rest:
-        break;
+      case Rest: break;
     }
   }
   if (!p.is_nil()) {  // dotted: (a b . rest)
@@ -237,23 +237,31 @@ struct Binder {
     if (li.max_args >= 0 && n > li.max_args) too_many(li, n, whole);
     int i = 0;
     for (; i < nreq; ++i) {
-      if (li.macro) bind_pattern(li.required[size_t(i)], args[i]);
-      else bind(li.required[size_t(i)].sym(), args[i]);
+      if (li.macro)
+        bind_pattern(li.required[size_t(i)], args[i]);
+      else
+        bind(li.required[size_t(i)].sym(), args[i]);
     }
     for (const LambdaInfo::Opt& o : li.optional) {
       Value v;
       bool supplied = i < n;
-      if (supplied) v = args[i++];
-      else v = o.has_init ? in.eval(o.init, env) : in.nil();
-      if (li.macro) bind_pattern(o.var, v);
-      else bind(o.var.sym(), v);
+      if (supplied)
+        v = args[i++];
+      else
+        v = o.has_init ? in.eval(o.init, env) : in.nil();
+      if (li.macro)
+        bind_pattern(o.var, v);
+      else
+        bind(o.var.sym(), v);
       if (o.supplied) bind(o.supplied, in.boolean(supplied));
     }
     if (li.has_rest) {
       Value rest = dotted_tail;
       for (int k = n; k-- > i;) rest = in.cons(args[k], rest);
-      if (li.macro) bind_pattern(li.rest, rest);
-      else bind(li.rest.sym(), rest);
+      if (li.macro)
+        bind_pattern(li.rest, rest);
+      else
+        bind(li.rest.sym(), rest);
     }
     if (li.has_key) {
       int nk = n - i;
@@ -275,9 +283,10 @@ struct Binder {
             std::string names;
             for (const LambdaInfo::Key& key : li.keys)
               names += (names.empty() ? ":" : ", :") + lower(key.keyword->name);
-            in.fail("E-ARITY", "unknown keyword argument " + in.show(args[k]) + " in a call to " +
-                                   callee(whole),
-                    names.empty() ? "it takes no keyword arguments" : "it takes " + names);
+            in.fail(
+                "E-ARITY",
+                "unknown keyword argument " + in.show(args[k]) + " in a call to " + callee(whole),
+                names.empty() ? "it takes no keyword arguments" : "it takes " + names);
           }
         }
       }
@@ -291,8 +300,10 @@ struct Binder {
             break;
           }
         if (!supplied) v = key.has_init ? in.eval(key.init, env) : in.nil();
-        if (li.macro) bind_pattern(key.var, v);
-        else bind(key.var.sym(), v);
+        if (li.macro)
+          bind_pattern(key.var, v);
+        else
+          bind(key.var.sym(), v);
         if (key.supplied) bind(key.supplied, in.boolean(supplied));
       }
     } else if (!li.has_rest && i < n) {
@@ -300,8 +311,10 @@ struct Binder {
     }
     for (const LambdaInfo::Opt& a : li.aux) {
       Value v = a.has_init ? in.eval(a.init, env) : in.nil();
-      if (li.macro) bind_pattern(a.var, v);
-      else bind(a.var.sym(), v);
+      if (li.macro)
+        bind_pattern(a.var, v);
+      else
+        bind(a.var.sym(), v);
     }
   }
 

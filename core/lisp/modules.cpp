@@ -14,8 +14,10 @@ namespace sexpgpu::lisp {
 
 namespace fs = std::filesystem;
 
-#ifndef SEXPGPU_LISP_DIR
-#define SEXPGPU_LISP_DIR ""
+// The standard modules' directories ("sexpgpu/nn" is sexpgpu/nn.lisp in one
+// of them), colon-separated: the prelude's and the optimizers'.
+#ifndef SEXPGPU_LISP_DIRS
+#define SEXPGPU_LISP_DIRS ""
 #endif
 
 std::vector<std::string> module_search_dirs(const Interp& in, const std::string& from_file) {
@@ -33,7 +35,9 @@ std::vector<std::string> module_search_dirs(const Interp& in, const std::string&
       if (!d.empty()) dirs.push_back(d);
   }
   for (const std::string& d : in.module_path) dirs.push_back(d);
-  if (std::string(SEXPGPU_LISP_DIR).size()) dirs.push_back(SEXPGPU_LISP_DIR);
+  std::stringstream standard(SEXPGPU_LISP_DIRS);
+  for (std::string d; std::getline(standard, d, ':');)
+    if (!d.empty()) dirs.push_back(d);
   return dirs;
 }
 
@@ -79,6 +83,8 @@ Module* load_module(Interp& in, const std::string& path, const std::string& spec
   in.modules.push_back(std::move(mod));
 
   uint32_t file_id = in.sources.add(path, ss.str());
+  // A standard module is library code: its errors point at the user's call.
+  if (spec.rfind("sexpgpu/", 0) == 0) in.library_files.push_back(file_id);
   Module* saved_module = in.current_module;
   std::string saved_file = in.current_file;
   uint32_t saved_span = in.cur_span;

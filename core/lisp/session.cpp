@@ -5,7 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "runfile/compile.h"
+#include "runfile/context.h"
+#include "runfile/contract.h"
 #include "runfile/loaders.h"
+#include "runfile/model.h"
+#include "runfile/optimizer.h"
 #include "stage/stager.h"
 
 namespace sexpgpu::lisp {
@@ -16,6 +21,10 @@ Session::Session(const Limits& limits) {
   interp->selection_state = std::make_shared<select::Selection>();
   select::register_builtins(*interp);
   runfile::register_loaders(*interp);
+  runfile::register_models(*interp);
+  runfile::register_optimizers(*interp);
+  runfile::register_context(*interp);
+  runfile::register_compile(*interp);
   // The prelude is ours: it loads under the default limits, and the user's
   // limits (and heap accounting) start with the user's file.
   load_prelude(*interp);
@@ -53,11 +62,23 @@ void Session::load_source(const std::string& path, std::string text) {
     select::preread(*interp, forms, selection());
   }
   for (const ReadForm& rf : forms) interp->eval_toplevel(rf.form, nullptr, &rf.span);
-  if (run_file) select::warn_unused(*interp, forms, selection());
+  if (run_file) {
+    select::warn_unused(*interp, forms, selection());
+    is_run_file = runfile::is_run_file(forms);
+    this->forms = forms;
+  }
   interp->current_file = saved;
 }
 
-bool Session::eval_string(const std::string& name, const std::string& text, std::vector<Value>* last) {
+void Session::compile() {
+  if (!is_run_file) return;
+  runfile::check_contract_forms(*interp, forms);
+  std::optional<runfile::CompiledRun> run = runfile::compile_run(*interp, forms);
+  if (run) compiled = std::make_shared<runfile::CompiledRun>(std::move(*run));
+}
+
+bool Session::eval_string(const std::string& name, const std::string& text,
+                          std::vector<Value>* last) {
   std::vector<ReadForm> forms;
   try {
     forms = read_string_forms(*interp, name, text);

@@ -9,6 +9,10 @@
 #include "lisp/reader.h"
 #include "select/selection.h"
 
+namespace sexpgpu::runfile {
+struct CompiledRun;
+}
+
 namespace sexpgpu::lisp {
 
 class Session {
@@ -30,6 +34,18 @@ class Session {
   // Evaluates the forms of `text` (named `name` in diagnostics); the values
   // of the last form are stored in `last`. False on the first error.
   bool eval_string(const std::string& name, const std::string& text, std::vector<Value>* last);
+
+  // The run file's top-level forms as read, and whether it is a run file
+  // (it uses a contract form such as defloader or defrun; other files are
+  // plain Lisp, only evaluated).
+  std::vector<ReadForm> forms;
+  bool is_run_file = false;
+
+  // For a run file: checks the contract's shape and stages it into the IR
+  // the loop runs (runfile/compile.h), reporting errors to the sink.
+  // `compiled` is set when it succeeded.
+  void compile();
+  std::shared_ptr<runfile::CompiledRun> compiled;
 
  private:
   bool selection_read_ = false;

@@ -19,7 +19,7 @@ struct SpanGuard {
     if (s) {
       in.cur_span = s;
       in.cur_cons = c;
-      if (in.span_of(s).file > in.last_prelude_file) in.user_span = s;
+      if (in.is_user_file(in.span_of(s).file)) in.user_span = s;
     }
     in.atom_span = 0;
   }

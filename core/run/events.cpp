@@ -75,7 +75,10 @@ ir::Result<EventLog> EventLog::create(const std::string& path, Clock clock) {
 }
 
 EventLog::EventLog(EventLog&& other) noexcept
-    : path_(std::move(other.path_)), fd_(other.fd_), clock_(std::move(other.clock_)) {
+    : path_(std::move(other.path_)),
+      fd_(other.fd_),
+      clock_(std::move(other.clock_)),
+      mirror_(std::move(other.mirror_)) {
   other.fd_ = -1;
 }
 
@@ -85,6 +88,7 @@ EventLog& EventLog::operator=(EventLog&& other) noexcept {
     path_ = std::move(other.path_);
     fd_ = other.fd_;
     clock_ = std::move(other.clock_);
+    mirror_ = std::move(other.mirror_);
     other.fd_ = -1;
   }
   return *this;
@@ -112,6 +116,7 @@ std::string EventLog::append(const std::string& kind, std::optional<int64_t> ste
   if (!write_line(fd_, line)) return path_ + ": cannot append: " + std::strerror(errno);
   if (durable_kind(kind) && ::fdatasync(fd_) != 0)
     return path_ + ": cannot sync: " + std::strerror(errno);
+  if (mirror_) mirror_(line.substr(0, line.size() - 1));
   return "";
 }
 

@@ -48,6 +48,11 @@ class EventLog {
   ~EventLog();
 
   const std::string& path() const { return path_; }
+  // Called with every line appended (without its newline), after it is
+  // written: `run --json` mirrors events on standard output, sinks get them.
+  void set_mirror(std::function<void(const std::string& line)> mirror) {
+    mirror_ = std::move(mirror);
+  }
 
   // Appends one event; fields must be an object (or null for none) and must
   // not hold kind, time or step. Returns "" or why the write failed.
@@ -83,6 +88,7 @@ class EventLog {
   std::string path_;
   int fd_ = -1;
   Clock clock_;
+  std::function<void(const std::string&)> mirror_;
 };
 
 // Every event of a file, in order. A last line cut short is skipped (it is

@@ -42,9 +42,18 @@ bool RunSummary::lower_is_better(std::string_view metric) {
   return metric.ends_with("loss");
 }
 
+bool RunSummary::has_best(std::string_view metric) {
+  // Measurements of the run itself (time, throughput, memory, position)
+  // and the schedule's values have a last value but no better one.
+  for (std::string_view s :
+       {"step-ms", "examples-per-s", "tokens-per-s", "mfu", "memory-bytes", "epoch", "grad-norm"})
+    if (metric == s) return false;
+  return metric.rfind("lr/", 0) != 0;
+}
+
 void RunSummary::observe(const std::string& metric, double value, int64_t step) {
   final_[metric] = value;
-  if (!std::isfinite(value)) return;
+  if (!std::isfinite(value) || !has_best(metric)) return;
   auto it = best_.find(metric);
   bool better = it == best_.end() ||
                 (lower_is_better(metric) ? value < it->second.value : value > it->second.value);

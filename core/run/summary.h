@@ -42,6 +42,9 @@ struct Target {
 class RunSummary {
  public:
   static bool lower_is_better(std::string_view metric);
+  // Whether a series has a best value: not the runtime's measurements
+  // (step-ms, throughput, memory, epoch, grad-norm) nor schedules (lr/*).
+  static bool has_best(std::string_view metric);
 
   // One reported value: updates final and, by the rule above, best.
   void observe(const std::string& metric, double value, int64_t step);

@@ -243,6 +243,22 @@ void register_tensor_nn(Interp& in) {
     Stager& st = stager_of(in);
     return st.stage_value(Op::StopGradient, {st.tensor_operand(args[0], "stop-gradient")});
   });
+  SG_BUILTIN(in, "%WITH-NUMERICS", 2, 2,
+             "calls THUNK with matrix products computed in DTYPE (:f32 or :bf16)", {
+               Stager& st = stager_of(in);
+               if (!args[0].is_symbol()) in.type_error(args[0], ":f32 or :bf16", "with-numerics");
+               std::string c = lower_name(args[0].sym()->name);
+               if (c != "f32" && c != "bf16")
+                 in.type_error(args[0], ":f32 or :bf16", "with-numerics :compute");
+               std::optional<ir::DType> saved = st.autocast;
+               st.autocast = c == "bf16" ? std::optional<ir::DType>(ir::DType::BF16) : std::nullopt;
+               struct Restore {
+                 Stager& st;
+                 std::optional<ir::DType> saved;
+                 ~Restore() { st.autocast = saved; }
+               } restore{st, saved};
+               return in.apply(args[1], nullptr, 0);
+             });
   SG_BUILTIN(in, "%STAGE-FUNCTION", 3, 3, "the function behind the stage-function macro",
              { return stage_function(in, args, nargs); });
 }

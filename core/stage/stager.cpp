@@ -3,6 +3,7 @@
 #include "stage/stager.h"
 
 #include <cmath>
+#include <utility>
 
 #include "stage/args.h"
 
@@ -130,8 +131,55 @@ ir::NodeId Stager::tensor_operand(Value v, std::string_view what) {
   return operand(v, what);
 }
 
+namespace {
+
+// Under autocast: the ops computed in low precision, and the f32 islands
+// (softmax, norms, the loss, reductions) whose low-precision inputs are
+// widened first.
+bool low_precision_op(ir::Op op) {
+  return op == ir::Op::MatMul || op == ir::Op::Conv2d || op == ir::Op::Attention;
+}
+
+bool f32_island_op(ir::Op op) {
+  switch (op) {
+    case ir::Op::Softmax:
+    case ir::Op::LogSoftmax:
+    case ir::Op::CrossEntropy:
+    case ir::Op::LayerNorm:
+    case ir::Op::RmsNorm:
+    case ir::Op::Sum:
+    case ir::Op::Mean:
+    case ir::Op::Var:
+    case ir::Op::Std:
+    case ir::Op::LogSumExp:
+    case ir::Op::Norm: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
 ir::NodeId Stager::stage(ir::Op op, std::span<const ir::NodeId> operands, ir::Attrs attrs) {
   ir::Function& fn = current();
+  if (autocast && (low_precision_op(op) || f32_island_op(op))) {
+    ir::DType want = low_precision_op(op) ? *autocast : ir::DType::F32;
+    std::vector<ir::NodeId> cast(operands.begin(), operands.end());
+    for (ir::NodeId& id : cast) {
+      ir::DType d = fn.type(id).dtype;
+      if (!ir::is_float(d) || d == want || (want == ir::DType::F32 && d == ir::DType::F64))
+        continue;
+      ir::Attrs a;
+      a.dtype = want;
+      id = stage(ir::Op::Cast, {id}, std::move(a));
+    }
+    std::optional<ir::DType> saved = std::exchange(autocast, std::nullopt);
+    struct Restore {
+      Stager& st;
+      std::optional<ir::DType> saved;
+      ~Restore() { st.autocast = saved; }
+    } restore{*this, saved};
+    return stage(op, std::span<const ir::NodeId>(cast), std::move(attrs));
+  }
   if (fn.nodes.size() >= node_limit)
     in_.fail("E-IR-LIMIT",
              "function '" + fn.name + "' has reached " + std::to_string(node_limit) + " IR nodes",

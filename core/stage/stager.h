@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +44,12 @@ class Stager {
   size_t node_limit = 100000;
   // Random ops and dropout: training functions draw, evaluation is identity.
   bool training = true;
+  // Mixed precision (run-file.md, "Precision and numerics"): when set,
+  // matrix products, convolutions and attention cast their float operands
+  // to this dtype (bf16: bf16 inputs, f32 accumulation); everything else
+  // keeps its dtypes, so the elementwise ops that follow promote back to
+  // f32 and softmax, norms, reductions and the loss stay f32 islands.
+  std::optional<ir::DType> autocast;
 
   // Starts staging into a new function NAME (the previous one is kept and
   // restored by end_function). E-USER-level errors (a name used twice) are

@@ -7,7 +7,10 @@
 #include <sstream>
 
 #include "catch.hpp"
+#include "lisp/builtins.h"
 #include "lisp/session.h"
+#include "runfile/compile.h"
+#include "runfile/contract.h"
 
 namespace golden {
 
@@ -61,8 +64,9 @@ inline void run_golden_text(const std::string& name, const std::string& text, in
   // As for a run file, the declared selection is read first; its
   // diagnostics count for the form they are about.
   std::vector<Diagnostic> early;
+  std::vector<ReadForm> all;
   try {
-    std::vector<ReadForm> all = read_file_forms(*s.interp, id);
+    all = read_file_forms(*s.interp, id);
     select::preread(*s.interp, all, s.selection());
     select::warn_unused(*s.interp, all, s.selection());
   } catch (LispError&) {
@@ -119,6 +123,31 @@ inline void run_golden_text(const std::string& name, const std::string& text, in
       CHECK(got == want.values);
       ++checked;
     }
+  }
+  // A whole run file (a defrun and an objective; other blocks show parts)
+  // must also compile: its contract checked and its functions staged, as
+  // `sexpgpu check` does.
+  auto defines = [&](const char* head, const char* name) {
+    for (const ReadForm& rf : all) {
+      if (!rf.form.is_cons() || !car_of(rf.form).is_symbol() || car_of(rf.form).sym()->name != head)
+        continue;
+      Value n = car_of(cdr_of(rf.form));
+      if (!name || (n.is_symbol() && n.sym()->name == name)) return true;
+    }
+    return false;
+  };
+  if (defines("DEFRUN", nullptr) && defines("DEFUN", "OBJECTIVE") && s.sink.error_count() == 0) {
+    size_t before = s.sink.all().size();
+    sexpgpu::runfile::check_contract_forms(*s.interp, all);
+    std::optional<sexpgpu::runfile::CompiledRun> run =
+        sexpgpu::runfile::compile_run(*s.interp, all);
+    for (size_t i = before; i < s.sink.all().size(); ++i) {
+      const Diagnostic& d = s.sink.all()[i];
+      INFO(path.filename().string() << ":" << d.span.line << ": " << d.code << " " << d.message);
+      CHECK(d.severity != Severity::Error);
+    }
+    CHECK(run.has_value());
+    ++checked;
   }
 }
 

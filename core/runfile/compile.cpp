@@ -1,0 +1,548 @@
+// compile_run: the contract functions staged into the loop's IR functions
+// (compile.h).
+#include "runfile/compile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "data/loader.h"
+#include "ir/autodiff.h"
+#include "ir/passes.h"
+#include "ir/verify.h"
+#include "lisp/builtins.h"
+#include "runfile/model.h"
+#include "runfile/optimizer.h"
+#include "stage/args.h"
+#include "stage/stager.h"
+
+namespace sexpgpu::runfile {
+
+using ir::NodeId;
+using lisp::Interp;
+using lisp::Value;
+
+const ParamEntry* CompiledRun::find_param(const std::string& path) const {
+  for (const ParamEntry& p : params)
+    if (p.path == path) return &p;
+  return nullptr;
+}
+
+namespace {
+
+// What the staging steps share; each step is one top-level evaluation, so
+// an error in one is reported at its form and the others still run.
+struct Compilation {
+  CompiledRun out;
+  const LoaderDecl* train = nullptr;
+  std::vector<Group> groups;
+  bool failed = false;
+};
+
+// A global function of the file, or nil.
+Value user_function(Interp& in, const char* upper_name) {
+  lisp::Symbol* s = in.intern(upper_name);
+  lisp::Cell* c = in.fcell(s);
+  return c && c->has_function() && !c->macro ? c->function : in.nil();
+}
+
+// Ends the function being staged when the step fails part-way.
+// Under :precision :bf16 the model's functions compute matrix products in
+// bf16 (stager.h, autocast); the update and the initialisers stay f32.
+struct FunctionGuard {
+  stage::Stager& st;
+  bool done = false;
+  FunctionGuard(stage::Stager& s, const std::string& name, bool training,
+                std::optional<ir::DType> autocast = std::nullopt)
+      : st(s) {
+    st.begin_function(name);
+    st.training = training;
+    st.autocast = autocast;
+  }
+  void keep() {
+    done = true;
+    st.end_function();
+    reset();
+  }
+  ~FunctionGuard() {
+    if (!done) {
+      st.abandon_function();
+      reset();
+    }
+  }
+  void reset() {
+    st.training = true;
+    st.autocast.reset();
+  }
+};
+
+std::optional<ir::DType> compute_dtype(const RunDecl& run) {
+  return run.precision == "bf16" ? std::optional<ir::DType>(ir::DType::BF16) : std::nullopt;
+}
+
+// Inputs first, then params, as the IR's calling convention wants.
+void order_inputs(ir::Function& fn) {
+  std::stable_partition(fn.inputs.begin(), fn.inputs.end(),
+                        [&](NodeId id) { return fn.node(id).op == ir::Op::Input; });
+}
+
+// The batch plist: one staged input per field, named batch:FIELD.
+Value batch_plist(Interp& in, const LoaderDecl& loader, int64_t rows) {
+  stage::Stager& st = stage::stager_of(in);
+  ir::Builder b(st.current());
+  std::vector<Value> items;
+  for (const BatchFieldType& f : loader.batch_types(rows)) {
+    items.push_back(in.sym_kw(lisp::upcase_ascii(f.name)));
+    items.push_back(st.wrap(b.input("batch:" + f.name, f.type)));
+  }
+  return in.list_from(items);
+}
+
+// prepare, when the file has it, then the batch checked to be a plist.
+Value prepared_batch(Interp& in, Value batch) {
+  Value prepare = user_function(in, "PREPARE");
+  if (!prepare.is_nil()) {
+    Value args[2] = {batch, ctx_function(in)};
+    batch = in.apply(prepare, args, 2);
+    in.single();
+    std::vector<Value> items = in.list_items(batch, "prepare's result");
+    if (items.size() % 2 != 0)
+      in.fail("E-TYPE", "prepare returned " + in.show(batch) + ", not a plist (:x tensor ...)",
+              "return (list :x ... :y ...)");
+  }
+  return batch;
+}
+
+// The metrics of the function just staged, as its outputs.
+std::vector<MetricEntry> metric_outputs(Interp& in, ir::Function& fn) {
+  std::vector<MetricEntry> out;
+  for (const MetricDecl& m : metrics_of(in, fn.name)) {
+    fn.outputs.push_back({"metric:" + m.name, m.node});
+    out.push_back({m.name, m.reduce});
+  }
+  return out;
+}
+
+// The function's Param nodes that the optimizer trains.
+std::vector<NodeId> trainable_params(const ir::Module& m, const ir::Function& fn) {
+  std::vector<NodeId> out;
+  for (NodeId id : fn.inputs) {
+    if (fn.node(id).op != ir::Op::Param) continue;
+    for (const ir::ParamInfo& p : m.params)
+      if (p.path == *fn.node(id).attrs.name && p.trainable) out.push_back(id);
+  }
+  return out;
+}
+
+void stage_train(Interp& in, Compilation& c, const SizedFunction& sf) {
+  stage::Stager& st = stage::stager_of(in);
+  FunctionGuard guard(st, sf.fn, true, compute_dtype(c.out.run));
+  Value loss_value;
+  {
+    TraceScope trace(in);
+    Value batch = prepared_batch(in, batch_plist(in, *c.train, sf.rows));
+    Value args[2] = {batch, ctx_function(in)};
+    loss_value = in.apply(user_function(in, "OBJECTIVE"), args, 2);
+    in.single();
+  }
+  ir::Function& fn = st.current();
+  if (!stage::as_tensor(loss_value) && !loss_value.is_number())
+    in.fail("E-OBJECTIVE-NOT-SCALAR",
+            "objective returned " + in.show(loss_value) + ", not a staged scalar loss",
+            "return the loss, e.g. (cross-entropy logits (getf batch :y))");
+  NodeId loss = st.operand(loss_value, "objective");
+  const ir::TensorType& lt = fn.type(loss);
+  if (!lt.shape.is_scalar() || !ir::is_float(lt.dtype))
+    in.fail("E-OBJECTIVE-NOT-SCALAR",
+            "objective returned " + lt.to_string() + ", not a float scalar",
+            "reduce it, e.g. with (mean ...)");
+  if (lt.dtype != ir::DType::F32) {
+    ir::Attrs a;
+    a.dtype = ir::DType::F32;
+    loss = st.stage(ir::Op::Cast, {loss}, std::move(a));
+  }
+  fn.outputs.push_back({"loss", loss});
+  std::vector<MetricEntry> metrics = metric_outputs(in, fn);
+  if (c.out.train_fns.empty() || sf.fn == c.out.train_fns.front().fn) c.out.train_metrics = metrics;
+  std::vector<NodeId> params = trainable_params(st.module(), fn);
+  if (sf.fn == "train_step") c.out.forward_nodes = int64_t(fn.nodes.size());
+  std::vector<ir::NonDifferentiable> nondiff;
+  ir::Gradients g = ir::differentiate(fn, loss, params, &nondiff);
+  for (const ir::NonDifferentiable& nd : nondiff)
+    in.fail("E-NONDIFF",
+            "the loss reaches parameter '" + *fn.node(params[nd.wrt_index]).attrs.name +
+                "' only through '" + std::string(ir::info(fn.node(nd.blocking_node).op).ir_name) +
+                "', which has no gradient",
+            "integer, boolean and comparison ops carry no gradient");
+  if (sf.fn == "train_step")
+    for (size_t i : g.unreached)
+      in.warn("W-UNUSED-PARAM", "the loss does not depend on parameter '" +
+                                    *fn.node(params[i]).attrs.name + "': its gradient is zero");
+  for (size_t i = 0; i < params.size(); ++i)
+    fn.outputs.push_back({"grad:" + *fn.node(params[i]).attrs.name, g.grads[i]});
+  order_inputs(fn);
+  guard.keep();
+}
+
+void stage_eval(Interp& in, Compilation& c, EvalPass& pass, const LoaderDecl& loader,
+                const SizedFunction& sf) {
+  stage::Stager& st = stage::stager_of(in);
+  FunctionGuard guard(st, sf.fn, false, compute_dtype(c.out.run));
+  TraceScope trace(in);
+  Value batch = prepared_batch(in, batch_plist(in, loader, sf.rows));
+  Value args[2] = {batch, ctx_function(in)};
+  Value fn_value = user_function(in, lisp::upcase_ascii(pass.decl.fn).c_str());
+  if (fn_value.is_nil())
+    in.fail(
+        "E-CONTRACT-MISSING",
+        "defeval " + pass.decl.name + " calls " + pass.decl.fn + ", which the file does not define",
+        "(defun " + pass.decl.fn + " (batch ctx) (metric :loss ...))");
+  in.apply(fn_value, args, 2);
+  in.single();
+  ir::Function& fn = st.current();
+  std::vector<MetricEntry> metrics = metric_outputs(in, fn);
+  if (metrics.empty())
+    in.fail("E-CONTRACT-SHAPE", pass.decl.fn + " reports no metric for defeval " + pass.decl.name,
+            "report values with (metric :loss ...)");
+  if (pass.metrics.empty()) pass.metrics = metrics;
+  order_inputs(fn);
+  guard.keep();
+}
+
+// The mean over microbatches, the global norm, clipping, then each group's
+// optimizer over its members.
+void stage_update(Interp& in, Compilation& c) {
+  stage::Stager& st = stage::stager_of(in);
+  FunctionGuard guard(st, "update", true);
+  Value result = in.apply(user_function(in, "OPTIMIZER"), nullptr, 0);
+  in.single();
+  ir::Module& m = st.module();
+  std::vector<ParamView> views;
+  // std::vector<bool> has no contiguous storage to give a span of.
+  std::unique_ptr<bool[]> trainable(new bool[m.params.size()]);
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    const ir::ParamInfo& p = m.params[i];
+    const ParamDecl* d = params_of(in).find(p.path);
+    views.push_back(
+        ParamView{p.path, p.type.shape, p.type.dtype, d ? d->tags : std::vector<std::string>{}});
+    trainable[i] = p.trainable;
+  }
+  c.groups =
+      assign_groups(in, result, views, std::span<const bool>(trainable.get(), m.params.size()));
+
+  ir::Function& fn = st.current();
+  ir::Builder b(fn);
+  const double inv_micro = 1.0 / double(c.out.run.microbatches);
+  struct Member {
+    size_t param;
+    NodeId p, g;
+  };
+  std::vector<Member> members;
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    if (!m.params[i].trainable) continue;
+    const ir::ParamInfo& info = m.params[i];
+    NodeId g = b.input("grad:" + info.path, info.type);
+    if (c.out.run.microbatches > 1)
+      g = st.stage(ir::Op::Mul, {g, b.scalar(inv_micro, info.type.dtype)});
+    members.push_back({i, b.param(info.path, info.type), g});
+  }
+  // The global norm in f32, before clipping (what grad-norm reports).
+  NodeId sum_sq = b.scalar(0.0, ir::DType::F32);
+  for (const Member& mem : members) {
+    NodeId g32 = mem.g;
+    if (fn.type(g32).dtype != ir::DType::F32) {
+      ir::Attrs a;
+      a.dtype = ir::DType::F32;
+      g32 = st.stage(ir::Op::Cast, {g32}, std::move(a));
+    }
+    sum_sq =
+        st.stage(ir::Op::Add, {sum_sq, st.stage(ir::Op::Sum, {st.stage(ir::Op::Square, {g32})})});
+  }
+  NodeId norm = st.stage(ir::Op::Sqrt, {sum_sq});
+  fn.outputs.push_back({"grad-norm", norm});
+  if (c.out.run.clip_norm) {
+    // As torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), at most 1.
+    NodeId coef =
+        st.stage(ir::Op::Div, {b.scalar(*c.out.run.clip_norm, ir::DType::F32),
+                               st.stage(ir::Op::Add, {norm, b.scalar(1e-6, ir::DType::F32)})});
+    coef = st.stage(ir::Op::Minimum, {coef, b.scalar(1.0, ir::DType::F32)});
+    for (Member& mem : members) {
+      NodeId k = coef;
+      if (fn.type(mem.g).dtype != ir::DType::F32) {
+        ir::Attrs a;
+        a.dtype = fn.type(mem.g).dtype;
+        k = st.stage(ir::Op::Cast, {coef}, std::move(a));
+      }
+      mem.g = st.stage(ir::Op::Mul, {mem.g, k});
+    }
+  }
+  std::vector<ir::Output> param_outputs, state_outputs;
+  for (const Group& grp : c.groups) {
+    GroupEntry ge{grp.name, grp.optimizer->name, {}, {}};
+    for (auto& [name, node] : stage_schedules(in, *grp.optimizer)) {
+      std::string series = name + "/" + grp.name;
+      fn.outputs.push_back({series, node});
+      ge.series.push_back(series);
+    }
+    for (size_t member : grp.members) {
+      auto it = std::find_if(members.begin(), members.end(),
+                             [&](const Member& x) { return x.param == member; });
+      const ir::ParamInfo& info = m.params[member];
+      ge.params.push_back(info.path);
+      std::vector<NodeId> states;
+      for (const StateDecl& s : grp.optimizer->states) {
+        ir::TensorType t{s.dtype, state_shape(in, s, info.type.shape)};
+        states.push_back(b.input("state:" + info.path + "/" + s.name, t));
+        c.out.states.push_back(StateEntry{info.path, s.name, t, s.fill});
+      }
+      StagedUpdate u = runfile::stage_update(in, *grp.optimizer, it->p, it->g, states);
+      param_outputs.push_back({"param:" + info.path, u.param});
+      for (size_t k = 0; k < states.size(); ++k)
+        state_outputs.push_back(
+            {"state:" + info.path + "/" + grp.optimizer->states[k].name, u.states[k]});
+    }
+    c.out.groups.push_back(std::move(ge));
+  }
+  for (auto& o : param_outputs) fn.outputs.push_back(o);
+  for (auto& o : state_outputs) fn.outputs.push_back(o);
+  order_inputs(fn);
+  guard.keep();
+}
+
+// Sums of gradients over microbatches: acc:PATH + grad:PATH.
+void stage_accumulate(Interp& in) {
+  stage::Stager& st = stage::stager_of(in);
+  FunctionGuard guard(st, "accumulate", true);
+  ir::Function& fn = st.current();
+  ir::Builder b(fn);
+  for (const ir::ParamInfo& p : st.module().params) {
+    if (!p.trainable) continue;
+    NodeId a = b.input("acc:" + p.path, p.type);
+    NodeId g = b.input("grad:" + p.path, p.type);
+    fn.outputs.push_back({"sum:" + p.path, st.stage(ir::Op::Add, {a, g})});
+  }
+  guard.keep();
+}
+
+// E-EVAL-LEAK: the train loader itself, or a loader over the same source
+// whose split overlaps the train loader's.
+void check_eval_leaks(Interp& in, const Compilation& c) {
+  const Loaders& loaders = loaders_of(in);
+  for (const EvalDecl& e : contract_of(in).evals) {
+    const LoaderDecl* l = loaders.find(e.loader);
+    if (!l)
+      in.fail_at(
+          e.span, "E-CONTRACT-SHAPE",
+          "defeval " + e.name + " reads loader " + e.loader + ", which the file does not define");
+    if (l == c.train)
+      in.fail_at(e.span, "E-EVAL-LEAK",
+                 "defeval " + e.name + " evaluates on loader train, which the run trains on",
+                 "define a separate loader over held-out data, e.g. :split (0.9 1.0)");
+    if (l->source->description() != c.train->source->description()) continue;
+    int64_t n = l->source->size();
+    int64_t a0 = data::split_index(c.train->options.split_from, n);
+    int64_t a1 = data::split_index(c.train->options.split_to, n);
+    int64_t b0 = data::split_index(l->options.split_from, n);
+    int64_t b1 = data::split_index(l->options.split_to, n);
+    if (std::max(a0, b0) < std::min(a1, b1))
+      in.fail_at(e.span, "E-EVAL-LEAK",
+                 "defeval " + e.name + " reads loader " + e.loader + ", whose examples [" +
+                     std::to_string(b0) + ", " + std::to_string(b1) + ") of " +
+                     l->source->description() + " overlap train's [" + std::to_string(a0) + ", " +
+                     std::to_string(a1) + ")",
+                 "give the two loaders disjoint :split ranges, e.g. (0.0 0.9) and (0.9 1.0)");
+  }
+}
+
+// Every batch size the loader gives: its batch and each stage's, and the
+// smaller last batch of an epoch under each (without :drop-last).
+std::vector<SizedFunction> sized(const std::string& base, const LoaderDecl& l,
+                                 const std::vector<StageDecl>& stages) {
+  std::vector<int64_t> batches{l.options.batch};
+  for (const StageDecl& s : stages)
+    for (const auto& [name, o] : l.stages)
+      if (name == s.name && o.batch) batches.push_back(*o.batch);
+  int64_t examples = data::split_index(l.options.split_to, l.source->size()) -
+                     data::split_index(l.options.split_from, l.source->size());
+  std::vector<int64_t> rows;
+  for (int64_t b : batches) {
+    rows.push_back(b);
+    if (!l.options.drop_last && examples % b != 0) rows.push_back(examples % b);
+  }
+  std::vector<SizedFunction> out;
+  for (int64_t r : rows) {
+    bool seen =
+        std::any_of(out.begin(), out.end(), [&](const SizedFunction& f) { return f.rows == r; });
+    if (!seen) out.push_back({out.empty() ? base : base + "@" + std::to_string(r), r});
+  }
+  return out;
+}
+
+// until:NAME: the stage's condition, staged with the ctx keys it reads.
+void stage_until(Interp& in, const StageDecl& s) {
+  stage::Stager& st = stage::stager_of(in);
+  FunctionGuard guard(st, "until:" + s.name, true);
+  Value v = in.apply(s.until, nullptr, 0);
+  in.single();
+  ir::Function& fn = st.current();
+  ir::Builder b(fn);
+  NodeId cond;
+  if (stage::as_tensor(v)) {
+    cond = st.operand(v, "defcurriculum :until");
+    if (!fn.type(cond).shape.is_scalar())
+      in.fail("E-SHAPE", "stage :" + s.name + "'s :until is " + fn.type(cond).to_string() +
+                             ", not a scalar condition");
+  } else {
+    cond = b.scalar(in.test(v) ? 1.0 : 0.0, ir::DType::F32);
+  }
+  ir::Attrs a;
+  a.dtype = ir::DType::F32;
+  if (fn.type(cond).dtype != ir::DType::F32) cond = st.stage(ir::Op::Cast, {cond}, std::move(a));
+  fn.outputs.push_back({"until", cond});
+  order_inputs(fn);
+  guard.keep();
+}
+
+// The staging step in progress, which %COMPILE-STEP runs.
+std::function<void()>* active_step = nullptr;
+
+// Runs one staging step as a top-level form at `span`, so its errors are
+// reported like any form's (and limits, special bindings and non-local
+// exits are handled as for any form). False when it failed.
+template <class F>
+bool step(Interp& in, Compilation& c, Span span, const char* name, F&& body) {
+  std::function<void()> fn = [&] { body(); };
+  active_step = &fn;
+  Value form = in.list({in.sym("%COMPILE-STEP"), in.make_string_utf8(name)});
+  bool ok = in.eval_toplevel(form, nullptr, &span);
+  active_step = nullptr;
+  if (!ok) c.failed = true;
+  return ok;
+}
+
+}  // namespace
+
+void register_compile(Interp& in) {
+  SG_BUILTIN(in, "%COMPILE-STEP", 1, 1, "runs one step of compiling the run file (internal)", {
+    if (!active_step) in.fail("E-USER", "%compile-step is internal to the compiler");
+    (*active_step)();
+    return in.t();
+  });
+}
+
+std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadForm>& forms) {
+  if (in.sink.error_count() > 0) return std::nullopt;
+  Contract& contract = contract_of(in);
+  if (!contract.run) return std::nullopt;
+  Compilation c;
+  c.out.run = *contract.run;
+  auto span_of = [&](const char* head, const char* name) {
+    for (const lisp::ReadForm& rf : forms) {
+      if (!rf.form.is_cons() || !lisp::car_of(rf.form).is_symbol()) continue;
+      if (lisp::car_of(rf.form).sym()->name != head) continue;
+      if (!name) return rf.span;
+      Value n = lisp::car_of(lisp::cdr_of(rf.form));
+      if (n.is_symbol() && n.sym()->name == name) return rf.span;
+    }
+    return contract.run->span;
+  };
+  c.train = loaders_of(in).find("train");
+  if (!c.train) {
+    Span s;
+    if (!forms.empty()) s.file = forms.front().span.file;
+    step(in, c, s, "loaders", [&] {
+      in.fail(
+          "E-CONTRACT-MISSING", "the run file has no loader named train",
+          "(defloader train :source (synthetic :regression :features 8 :examples 1024) :batch 32)");
+    });
+    return std::nullopt;
+  }
+  c.out.has_prepare = !user_function(in, "PREPARE").is_nil();
+  c.out.steps = c.out.run.steps ? c.out.run.steps : c.out.run.epochs * c.train->batches_per_epoch;
+  c.out.train_fns = sized("train_step", *c.train, contract.stages);
+  if (c.out.run.precision == "bf16" && c.out.run.master_weights == "none") {
+    step(in, c, contract.run->span, "precision", [&] {
+      in.fail("E-UNSUPPORTED", ":master-weights :none is not implemented yet",
+              "keep the default f32 master weights");
+    });
+    return std::nullopt;
+  }
+  for (const LoaderDecl& l : loaders_of(in).decls)
+    for (const auto& [name, o] : l.stages)
+      if (o.seq_len) {
+        step(in, c, l.span, "stages", [&] {
+          in.fail("E-UNSUPPORTED", "loader " + l.name + ": a stage's :seq-len is not supported yet",
+                  "only :batch may change between stages for now");
+        });
+        return std::nullopt;
+      }
+  for (const StageDecl& s : contract.stages) {
+    StageInfo info{s.name, s.until.is_nil() ? "" : "until:" + s.name};
+    if (!s.until.is_nil())
+      step(in, c, contract.curriculum_span, "until", [&] { stage_until(in, s); });
+    c.out.stages.push_back(std::move(info));
+  }
+  if (!contract.run->diagnostics_select.empty() || !contract.diagnostics.empty()) {
+    step(in, c, contract.run->span, "diagnostics", [&] {
+      in.fail("E-UNSUPPORTED", "diagnostics are not implemented yet in the training loop");
+    });
+    return std::nullopt;
+  }
+  Span objective_span = span_of("DEFUN", "OBJECTIVE");
+  for (const SizedFunction& sf : c.out.train_fns)
+    if (!step(in, c, objective_span, "train", [&] { stage_train(in, c, sf); })) return std::nullopt;
+  step(in, c, span_of("DEFEVAL", nullptr), "eval-leak", [&] { check_eval_leaks(in, c); });
+  for (const EvalDecl& e : contract.evals) {
+    const LoaderDecl* l = loaders_of(in).find(e.loader);
+    if (!l) continue;
+    EvalPass pass{e, sized("eval:" + e.name, *l, contract.stages), {}};
+    for (const SizedFunction& sf : pass.fns)
+      step(in, c, e.span, "eval", [&] { stage_eval(in, c, pass, *l, sf); });
+    c.out.evals.push_back(std::move(pass));
+  }
+  step(in, c, span_of("DEFUN", "OPTIMIZER"), "update", [&] { stage_update(in, c); });
+  if (c.out.run.microbatches > 1)
+    step(in, c, contract.run->span, "accumulate", [&] { stage_accumulate(in); });
+  step(in, c, contract.run->span, "init", [&] { stage_init_function(in); });
+  if (c.failed) return std::nullopt;
+
+  // The parameter table, with ties and groups.
+  stage::Stager& st = stage::stager_of(in);
+  for (const ir::ParamInfo& p : st.module().params) {
+    ParamEntry e{p.path, p.type, p.trainable, "", {}, {}, ""};
+    if (const ParamDecl* d = params_of(in).find(p.path)) e.init = d->init_text, e.tags = d->tags;
+    for (const ParamDecl& d : params_of(in).decls)
+      if (d.tie == p.path) e.tied.push_back(d.path);
+    for (const GroupEntry& g : c.out.groups)
+      if (std::find(g.params.begin(), g.params.end(), p.path) != g.params.end()) e.group = g.name;
+    c.out.params.push_back(std::move(e));
+  }
+  // The module: every function but the scratch one, optimized and verified.
+  c.out.module.files = st.module().files;
+  c.out.module.params = st.module().params;
+  std::set<std::string> ctx_keys;
+  for (const ir::Function& fn : st.module().functions) {
+    if (fn.name == "toplevel") continue;
+    c.out.module.functions.push_back(fn);
+    for (NodeId id : fn.inputs)
+      if (auto k = ctx_key_of_input(fn.node(id).attrs.name.value_or(""))) ctx_keys.insert(*k);
+  }
+  c.out.ctx_keys.assign(ctx_keys.begin(), ctx_keys.end());
+  c.out.staged = c.out.module;
+  std::string err;
+  for (ir::Function& fn : c.out.module.functions)
+    if (err.empty()) err = ir::optimize(c.out.module, fn);
+  if (err.empty()) err = ir::verify(c.out.module);
+  if (!err.empty()) {
+    step(in, c, contract.run->span, "verify", [&] {
+      // A pass broke the IR: a bug in SexpGPU, not in the file.
+      in.fail("E-UNSUPPORTED",
+              "internal error, please report: the compiled IR does not verify: " + err);
+    });
+    return std::nullopt;
+  }
+  return std::move(c.out);
+}
+
+}  // namespace sexpgpu::runfile

@@ -1,0 +1,114 @@
+// The run file compiled (run-file.md): after the file is evaluated, the
+// contract functions are staged into the IR functions the fixed training
+// loop runs, and everything the loop needs to drive them is collected.
+//
+//   init                 rng -> param:PATH for every storage parameter
+//   train_step[@ROWS]    batch:FIELD..., ctx:KEY..., rng, params
+//                        -> loss, metric:NAME..., grad:PATH...
+//   accumulate           (microbatches > 1) acc:PATH, grad:PATH -> sum:PATH
+//   update               params, grad:PATH, state:PATH/NAME, ctx:KEY...
+//                        -> grad-norm, SERIES/GROUP..., param:PATH..., state:PATH/NAME...
+//   eval:PASS[@ROWS]     batch:FIELD..., ctx:KEY..., params -> metric:NAME...
+//
+//   until:STAGE          ctx:KEY... -> until (1 when the stage is over)
+//
+// A function is staged for the loader's batch size and, when an epoch ends
+// in a smaller batch or a curriculum stage changes :batch, again for each
+// other size (NAME@ROWS). Inputs are fed by
+// name: "batch:x", "ctx:step", "rng", and Param nodes by path.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "lisp/interp.h"
+#include "lisp/reader.h"
+#include "runfile/context.h"
+#include "runfile/contract.h"
+#include "runfile/loaders.h"
+
+namespace sexpgpu::runfile {
+
+struct ParamEntry {
+  std::string path;  // the storage path
+  ir::TensorType type;
+  bool trainable = true;
+  std::string init;  // how it is initialised, for explain
+  std::vector<std::string> tags;
+  std::vector<std::string> tied;  // other paths naming this storage
+  std::string group;              // the optimizer group ("" when not trained)
+};
+
+struct StateEntry {
+  std::string param;  // the parameter's path
+  std::string name;   // the state's name: "m"
+  ir::TensorType type;
+  double fill = 0;  // its initial value
+  std::string tensor_name() const { return param + "/" + name; }
+};
+
+struct GroupEntry {
+  std::string name;
+  std::string optimizer;            // the constructor's name: "adamw"
+  std::vector<std::string> params;  // member paths
+  std::vector<std::string> series;  // scheduled values reported: "lr/default"
+};
+
+struct MetricEntry {
+  std::string name;  // "acc"
+  MetricReduce reduce = MetricReduce::Mean;
+};
+
+// One staged function for one batch size.
+struct SizedFunction {
+  std::string fn;  // "train_step" or "train_step@96"
+  int64_t rows = 0;
+};
+
+struct EvalPass {
+  EvalDecl decl;
+  std::vector<SizedFunction> fns;  // for the full batch, then a smaller last one
+  std::vector<MetricEntry> metrics;
+};
+
+// A curriculum stage (defcurriculum): its name and the function that says
+// when it ends ("" for the last).
+struct StageInfo {
+  std::string name;
+  std::string until_fn;  // "until:NAME": ctx inputs -> until (f32, 1 when it holds)
+};
+
+struct CompiledRun {
+  ir::Module module;  // every function, after ir::optimize
+  ir::Module staged;  // the same before the passes
+  // In staged's train_step, nodes [0, forward_nodes) are the forward pass
+  // (prepare, objective, metrics); the gradient nodes follow.
+  int64_t forward_nodes = 0;
+  RunDecl run;
+  int64_t steps = 0;  // :steps, or :epochs times the train loader's batches per epoch
+  std::string train_loader = "train";
+  std::vector<SizedFunction> train_fns;  // full batch first
+  std::vector<MetricEntry> train_metrics;
+  std::vector<ParamEntry> params;
+  std::vector<StateEntry> states;
+  std::vector<GroupEntry> groups;
+  std::vector<EvalPass> evals;
+  std::vector<StageInfo> stages;  // empty without defcurriculum
+  bool has_prepare = false;
+  // Ctx keys read by any function; metric keys are checked to be series.
+  std::vector<std::string> ctx_keys;
+
+  const ParamEntry* find_param(const std::string& path) const;
+};
+
+// Stages the contract of an evaluated run file. Errors are reported to the
+// interpreter's sink (each at its form) and give nullopt; nothing is staged
+// when the file already has errors.
+std::optional<CompiledRun> compile_run(lisp::Interp& in, const std::vector<lisp::ReadForm>& forms);
+
+// Registers the builtin compile_run's steps run through.
+void register_compile(lisp::Interp& in);
+
+}  // namespace sexpgpu::runfile

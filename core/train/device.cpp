@@ -1,0 +1,134 @@
+// Device, Buffer and Program over sg_device_api (device.h).
+#include "train/device.h"
+
+namespace sexpgpu::train {
+
+sg_dtype abi_dtype(ir::DType d) {
+  switch (d) {
+    case ir::DType::F32: return SG_DTYPE_F32;
+    case ir::DType::BF16: return SG_DTYPE_BF16;
+    case ir::DType::F16: return SG_DTYPE_F16;
+    case ir::DType::F64: return SG_DTYPE_F64;
+    case ir::DType::I32: return SG_DTYPE_I32;
+    case ir::DType::I64: return SG_DTYPE_I64;
+    case ir::DType::U8: return SG_DTYPE_U8;
+    case ir::DType::U16: return SG_DTYPE_U16;
+    case ir::DType::Bool: return SG_DTYPE_BOOL;
+  }
+  return SG_DTYPE_F32;
+}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    if (device_ && handle_) device_->free_buffer(handle_);
+    device_ = o.device_;
+    handle_ = o.handle_;
+    type_ = std::move(o.type_);
+    o.device_ = nullptr;
+    o.handle_ = nullptr;
+  }
+  return *this;
+}
+
+Buffer::~Buffer() {
+  if (device_ && handle_) device_->free_buffer(handle_);
+}
+
+Program::~Program() {
+  if (handle_) device_->destroy_program(handle_);
+}
+
+ir::Result<std::unique_ptr<Device>> Device::open(const host::PluginHost& plugins,
+                                                 const std::string& name,
+                                                 const nlohmann::json& options) {
+  using R = ir::Result<std::unique_ptr<Device>>;
+  const host::PluginRecord* record = plugins.find(name);
+  if (!record)
+    return R::failure("no device plugin named '" + name + "' was found on the plugin path");
+  if (!record->loaded) return R::failure("the " + name + " plugin did not load: " + record->reason);
+  const sg_device_api* api = plugins.device(name);
+  if (!api) return R::failure("plugin '" + name + "' is not a device");
+  std::unique_ptr<Device> d(new Device(name, record->version, api));
+  const char* probe = nullptr;
+  size_t probe_len = 0;
+  if (std::string e = d->take(api->probe(&probe, &probe_len), "probe"); !e.empty())
+    return R::failure(e);
+  d->probe_ = nlohmann::json::parse(probe, probe + probe_len, nullptr, false);
+  if (d->probe_.is_object() && d->probe_.value("available", true) == false)
+    return R::failure("device " + name + " is not available: " + d->probe_.value("reason", ""));
+  std::string opts = options.dump();
+  if (std::string e = d->take(api->open(opts.data(), opts.size(), &d->device_), "open"); !e.empty())
+    return R::failure(e);
+  return d;
+}
+
+Device::~Device() {
+  if (device_) take(api_->close(device_), "close");
+}
+
+std::string Device::take(sg_error* e, const char* call) {
+  if (!e) return "";
+  return name_ + " device: " + call + ": " + host::take_error(api_, e);
+}
+
+ir::Result<Buffer> Device::alloc(const ir::TensorType& type) {
+  sg_buffer* b = nullptr;
+  auto dims = type.shape.dims();
+  std::string e =
+      take(api_->alloc(device_, abi_dtype(type.dtype), dims.data(), dims.size(), &b), "alloc");
+  if (!e.empty()) return ir::Result<Buffer>::failure(e);
+  return Buffer(this, b, type);
+}
+
+std::string Device::upload(const Buffer& b, const void* data, size_t bytes) {
+  return take(api_->upload(b.handle(), data, bytes, 0), "upload");
+}
+
+std::string Device::download(const Buffer& b, void* data, size_t bytes) {
+  return take(api_->download(b.handle(), data, bytes, 0), "download");
+}
+
+std::string Device::synchronize() {
+  return take(api_->synchronize(device_, 0), "synchronize");
+}
+
+ir::Result<std::unique_ptr<Program>> Device::compile(const std::string& ir_json,
+                                                     const ir::Function& fn) {
+  sg_program* p = nullptr;
+  const char* report = nullptr;
+  size_t report_len = 0;
+  uint64_t plan = 0;
+  std::string e = take(api_->compile(device_, ir_json.data(), ir_json.size(), fn.name.data(),
+                                     fn.name.size(), &p, &report, &report_len, &plan),
+                       "compile");
+  if (!e.empty())
+    return ir::Result<std::unique_ptr<Program>>::failure(e + " (function " + fn.name + ")");
+  return std::make_unique<Program>(this, p, fn, report ? std::string(report, report_len) : "",
+                                   plan);
+}
+
+std::string Device::run(const Program& p, std::span<sg_buffer* const> inputs,
+                        std::span<sg_buffer* const> outputs) {
+  std::string e =
+      take(api_->run(p.handle(), inputs.data(), inputs.size(), outputs.data(), outputs.size(), 0),
+           "run");
+  return e.empty() ? e : e + " (function " + p.function().name + ")";
+}
+
+nlohmann::json Device::memory_stats() {
+  const char* json = nullptr;
+  size_t len = 0;
+  if (!take(api_->memory_stats(device_, &json, &len), "memory_stats").empty() || !json)
+    return nullptr;
+  return nlohmann::json::parse(json, json + len, nullptr, false);
+}
+
+void Device::free_buffer(sg_buffer* b) {
+  take(api_->free(b), "free");
+}
+
+void Device::destroy_program(sg_program* p) {
+  api_->program_destroy(p);
+}
+
+}  // namespace sexpgpu::train

@@ -1,0 +1,115 @@
+// A device plugin as the training loop drives it: the C table of
+// sg_device_api behind small C++ owners (Device, Buffer, Program), each
+// call's error turned into a message that names the call.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "host/plugin_host.h"
+#include "ir/graph.h"
+#include "sexpgpu/plugin.h"
+
+namespace sexpgpu::train {
+
+// sg_dtype of an IR dtype (the ABI numbers them its own way).
+sg_dtype abi_dtype(ir::DType d);
+
+class Device;
+
+// A buffer on the device, freed with it.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Device* device, sg_buffer* handle, ir::TensorType type)
+      : device_(device), handle_(handle), type_(std::move(type)) {}
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  sg_buffer* handle() const { return handle_; }
+  const ir::TensorType& type() const { return type_; }
+  size_t bytes() const {
+    return size_t(type_.shape.numel().value_or(0)) * ir::size_bytes(type_.dtype);
+  }
+
+ private:
+  Device* device_ = nullptr;
+  sg_buffer* handle_ = nullptr;
+  ir::TensorType type_;
+};
+
+// One compiled IR function.
+class Program {
+ public:
+  Program(Device* device, sg_program* handle, const ir::Function& fn, std::string report,
+          uint64_t plan_bytes)
+      : device_(device),
+        handle_(handle),
+        fn_(fn),
+        report_(std::move(report)),
+        plan_bytes_(plan_bytes) {}
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  const ir::Function& function() const { return fn_; }
+  sg_program* handle() const { return handle_; }
+  const std::string& report() const { return report_; }
+  uint64_t plan_bytes() const { return plan_bytes_; }
+
+ private:
+  Device* device_;
+  sg_program* handle_;
+  ir::Function fn_;
+  std::string report_;
+  uint64_t plan_bytes_;
+};
+
+class Device {
+ public:
+  // Opens device `name` (a loaded device plugin) with its options; the
+  // error says why not (plugin missing, not loaded, or open failed).
+  static ir::Result<std::unique_ptr<Device>> open(const host::PluginHost& plugins,
+                                                  const std::string& name,
+                                                  const nlohmann::json& options);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& version() const { return version_; }
+  // The plugin's probe: {"available", "reason", "devices": [...], "count"}.
+  const nlohmann::json& probe() const { return probe_; }
+
+  ir::Result<Buffer> alloc(const ir::TensorType& type);
+  // Each returns "" or the plugin's message with the call that failed.
+  std::string upload(const Buffer& b, const void* data, size_t bytes);
+  std::string download(const Buffer& b, void* data, size_t bytes);
+  std::string synchronize();
+  ir::Result<std::unique_ptr<Program>> compile(const std::string& ir_json, const ir::Function& fn);
+  std::string run(const Program& p, std::span<sg_buffer* const> inputs,
+                  std::span<sg_buffer* const> outputs);
+  nlohmann::json memory_stats();
+
+  // For the owners above.
+  void free_buffer(sg_buffer* b);
+  void destroy_program(sg_program* p);
+
+ private:
+  Device(std::string name, std::string version, const sg_device_api* api)
+      : name_(std::move(name)), version_(std::move(version)), api_(api) {}
+  std::string take(sg_error* e, const char* call);
+
+  std::string name_, version_;
+  const sg_device_api* api_;
+  sg_device* device_ = nullptr;
+  nlohmann::json probe_;
+};
+
+}  // namespace sexpgpu::train

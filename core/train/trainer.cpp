@@ -1,0 +1,703 @@
+// The training loop: setup, steps, logging, signals, the end (trainer_impl.h).
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+#include "ir/json.h"
+#include "run/checkpoint.h"
+#include "train/trainer_impl.h"
+#include "util/atomic_file.h"
+
+namespace sexpgpu::train {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Signals (observe.md): the first SIGINT/SIGTERM stops after the step with a
+// checkpoint, a second stops at once; SIGUSR1 asks for a checkpoint.
+std::atomic<int> g_stop_signals{0};
+std::atomic<int> g_first_signal{0};
+std::atomic<bool> g_checkpoint_request{false};
+
+extern "C" void on_signal(int sig) {
+  if (sig == SIGUSR1) {
+    g_checkpoint_request = true;
+    return;
+  }
+  int expected = 0;
+  g_first_signal.compare_exchange_strong(expected, sig);
+  g_stop_signals.fetch_add(1);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking wait returns to the loop
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+double now_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
+      .count();
+}
+
+// Finite numbers as JSON numbers, the others as null (JSON has no NaN).
+json number(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+}  // namespace
+
+std::string content_hash(std::string_view text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Trainer::Trainer(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
+                 const RunOptions& options, host::PluginHost& plugins)
+    : run_(run), loaders_(loaders), opt_(options), plugins_(plugins) {
+  steps_ = options.steps.value_or(run.steps);
+  seed_ = options.seed.value_or(run.run.seed);
+  target_ = run.run.target;
+  target_stop_ = run.run.target_stop;
+  file_hash_ = content_hash(options.file_text);
+  progress_tty_ = !options.quiet && isatty(STDERR_FILENO);
+}
+
+// ---- setup -------------------------------------------------------------------------------
+
+Maybe Trainer::open_outputs() {
+  std::error_code ec;
+  fs::create_directories(opt_.run_dir, ec);
+  if (ec) return Failure{"E-IO", "cannot create " + opt_.run_dir + ": " + ec.message()};
+  auto write = [&](const std::string& name, const std::string& text) -> Maybe {
+    std::string e;
+    if (!write_file_atomic(opt_.run_dir + "/" + name, text, &e)) return Failure{"E-IO", e};
+    return std::nullopt;
+  };
+  if (Maybe f = write("run.lisp", opt_.file_text)) return f;
+  for (const auto& [path, text] : opt_.modules) {
+    fs::create_directories(opt_.run_dir + "/modules", ec);
+    if (Maybe f = write("modules/" + fs::path(path).filename().string(), text)) return f;
+  }
+  if (Maybe f = write("selection.json", opt_.selection.dump(2) + "\n")) return f;
+  ir_json_ = ir::to_json(run_.module).dump();
+  ir_hash_ = content_hash(ir_json_);
+  if (Maybe f = write("ir.json", ir_json_ + "\n")) return f;
+  ir::Result<run::EventLog> log = run::EventLog::create(opt_.run_dir + "/events.jsonl");
+  if (!log) return Failure{"E-IO", log.error()};
+  events_.emplace(std::move(log).value());
+  if (opt_.json)
+    events_->set_mirror([](const std::string& line) { std::cout << line << "\n" << std::flush; });
+  status_.emplace(opt_.run_dir + "/status.json");
+  status_->edit().steps = steps_;
+  if (std::string e = status_->set_state("compiling"); !e.empty()) return Failure{"E-IO", e};
+  return std::nullopt;
+}
+
+Maybe Trainer::open_device() {
+  std::string name = opt_.device == "auto" ? "cpu" : opt_.device;
+  if (opt_.device == "auto" && plugins_.device("cuda")) {
+    json options = {{"ordinal", 0}};
+    if (ir::Result<std::unique_ptr<Device>> d = Device::open(plugins_, "cuda", options)) {
+      device_ = std::move(d).value();
+      return std::nullopt;
+    }
+  }
+  json options = json::object();
+  if (name == "cpu") options["threads"] = opt_.threads;
+  // cuda:N names the plugin and the device's ordinal.
+  if (size_t colon = name.find(':'); colon != std::string::npos) {
+    std::string ordinal = name.substr(colon + 1);
+    name = name.substr(0, colon);
+    if (ordinal.empty() || ordinal.find_first_not_of("0123456789") != std::string::npos)
+      return Failure{"E-DEVICE", "--device " + opt_.device + ": the ordinal must be a number"};
+    options["ordinal"] = std::stoi(ordinal);
+  }
+  ir::Result<std::unique_ptr<Device>> d = Device::open(plugins_, name, options);
+  if (!d) return Failure{"E-DEVICE", d.error()};
+  device_ = std::move(d).value();
+  return std::nullopt;
+}
+
+Maybe Trainer::compile() {
+  for (const ir::Function& fn : run_.module.functions) {
+    ir::Result<std::unique_ptr<Program>> p = device_->compile(ir_json_, fn);
+    if (!p) return Failure{"E-DEVICE", p.error()};
+    programs_[fn.name].program = std::move(p).value();
+  }
+  return std::nullopt;
+}
+
+Maybe Trainer::allocate() {
+  auto alloc = [&](const ir::TensorType& t, Buffer& into) -> Maybe {
+    ir::Result<Buffer> b = device_->alloc(t);
+    if (!b) return Failure{"E-DEVICE", b.error()};
+    into = std::move(b).value();
+    return std::nullopt;
+  };
+  for (const runfile::ParamEntry& p : run_.params) {
+    Slot& s = params_[p.path];
+    if (Maybe f = alloc(p.type, s.current)) return f;
+    if (p.trainable)
+      if (Maybe f = alloc(p.type, s.spare)) return f;
+    if (!p.trainable) continue;
+    if (Maybe f = alloc(p.type, grads_[p.path])) return f;
+    if (run_.run.microbatches > 1) {
+      if (Maybe f = alloc(p.type, acc_[p.path].current)) return f;
+      if (Maybe f = alloc(p.type, acc_[p.path].spare)) return f;
+    }
+  }
+  for (const runfile::StateEntry& s : run_.states) {
+    Slot& slot = states_[s.tensor_name()];
+    if (Maybe f = alloc(s.type, slot.current)) return f;
+    if (Maybe f = alloc(s.type, slot.spare)) return f;
+  }
+  if (Maybe f = alloc(ir::TensorType{ir::DType::I64, ir::Shape{3}}, rng_)) return f;
+  // Each program's own buffers: inputs and outputs no table above holds.
+  for (auto& [name, bound] : programs_) {
+    const ir::Function& fn = bound.program->function();
+    for (ir::NodeId id : fn.inputs) {
+      const ir::Node& n = fn.node(id);
+      if (n.op != ir::Op::Input) continue;
+      const std::string& in = *n.attrs.name;
+      if (auto key = runfile::ctx_key_of_input(in)) {
+        if (!ctx_.count(*key))
+          if (Maybe f = alloc(n.type, ctx_[*key])) return f;
+      } else if (in.rfind("batch:", 0) == 0) {
+        if (Maybe f = alloc(n.type, bound.own[in])) return f;
+      }
+    }
+    for (const ir::Output& o : fn.outputs) {
+      const std::string& out = o.name;
+      bool shared = out.rfind("grad:", 0) == 0 || out.rfind("param:", 0) == 0 ||
+                    out.rfind("state:", 0) == 0 || out.rfind("sum:", 0) == 0;
+      if (!shared)
+        if (Maybe f = alloc(fn.type(o.node), bound.own[out])) return f;
+    }
+  }
+  return std::nullopt;
+}
+
+Maybe Trainer::upload_scalar(const Buffer& b, double value) {
+  std::byte bytes[8] = {};
+  switch (b.type().dtype) {
+    case ir::DType::I64: {
+      int64_t v = int64_t(value);
+      std::memcpy(bytes, &v, 8);
+      break;
+    }
+    case ir::DType::I32: {
+      int32_t v = int32_t(value);
+      std::memcpy(bytes, &v, 4);
+      break;
+    }
+    case ir::DType::Bool: bytes[0] = std::byte(value != 0); break;
+    default: {
+      float v = float(value);
+      std::memcpy(bytes, &v, 4);
+    }
+  }
+  if (std::string e = device_->upload(b, bytes, b.bytes()); !e.empty())
+    return Failure{"E-DEVICE", e};
+  return std::nullopt;
+}
+
+Maybe Trainer::initialise() {
+  // Initialisers draw with the last microbatch index of step 0, which no
+  // training step uses, so their numbers are not a dropout mask's.
+  int64_t rng[3] = {seed_, 0, 65535};
+  if (std::string e = device_->upload(rng_, rng, sizeof rng); !e.empty())
+    return Failure{"E-DEVICE", e};
+  if (Maybe f = run_fn("init", nullptr, true)) return f;
+  for (const runfile::StateEntry& s : run_.states) {
+    const Buffer& b = states_[s.tensor_name()].current;
+    std::vector<float> fill(size_t(s.type.shape.numel().value_or(0)), float(s.fill));
+    if (s.type.dtype != ir::DType::F32)
+      return Failure{"E-DEVICE", "optimizer state " + s.tensor_name() + " is " +
+                                     s.type.to_string() + "; only f32 states are supported"};
+    if (std::string e = device_->upload(b, fill.data(), b.bytes()); !e.empty())
+      return Failure{"E-DEVICE", e};
+  }
+  return std::nullopt;
+}
+
+Maybe Trainer::start_loader(std::optional<json> saved) {
+  const runfile::LoaderDecl* decl = loaders_.find(run_.train_loader);
+  data::LoaderOptions o = decl->options;
+  if (!decl->has_seed) o.seed = uint64_t(seed_);
+  ir::Result<data::Loader> loader = data::Loader::create(decl->source, o);
+  if (!loader) return Failure{"E-LOADER-SOURCE", loader.error()};
+  data::Loader l = std::move(loader).value();
+  if (data::Status st = l.apply_stage(overrides_for(*decl)); !st)
+    return Failure{"E-LOADER-SOURCE", st.error()};
+  if (saved)
+    if (data::Status s = l.restore(*saved); !s) return Failure{"E-RESUME-MISMATCH", s.error()};
+  prefetch_ = std::make_unique<data::Prefetcher>(std::move(l), 4);
+  return std::nullopt;
+}
+
+data::StageOverrides Trainer::overrides_for(const runfile::LoaderDecl& loader) const {
+  if (run_.stages.empty()) return {};
+  for (const auto& [name, o] : loader.stages)
+    if (name == run_.stages[stage_].name) return o;
+  return {};
+}
+
+Maybe Trainer::enter_stage(size_t index) {
+  stage_ = index;
+  if (prefetch_) {
+    data::Loader l = std::move(*prefetch_).stop();
+    prefetch_.reset();
+    if (data::Status st = l.apply_stage(overrides_for(*loaders_.find(run_.train_loader))); !st)
+      return Failure{"E-LOADER-SOURCE", st.error()};
+    prefetch_ = std::make_unique<data::Prefetcher>(std::move(l), 4);
+  }
+  json shapes = json::object();
+  for (const runfile::LoaderDecl& l : loaders_.decls) {
+    data::StageOverrides o = overrides_for(l);
+    shapes[l.name] = {{"batch", o.batch.value_or(l.options.batch)}};
+  }
+  (void)events_->stage(step_, run_.stages[index].name, int64_t(index), shapes);
+  status_->edit().stage = run_.stages[index].name;
+  return std::nullopt;
+}
+
+// At a step boundary: while the stage's :until holds, the next stage.
+Maybe Trainer::check_stage_end() {
+  while (stage_ + 1 < run_.stages.size() && !run_.stages[stage_].until_fn.empty()) {
+    if (Maybe f = set_ctx(0)) return f;
+    Scalars s;
+    if (Maybe f = run_fn(run_.stages[stage_].until_fn, &s)) return f;
+    if (s["until"] < 0.5) break;
+    if (Maybe f = enter_stage(stage_ + 1)) return f;
+  }
+  return std::nullopt;
+}
+
+// ---- running a function ------------------------------------------------------------------
+
+Maybe Trainer::run_fn(const std::string& name, Scalars* scalars, bool init) {
+  Bound& bound = programs_.at(name);
+  const ir::Function& fn = bound.program->function();
+  std::vector<sg_buffer*> in, out;
+  bool update = name == "update";
+  for (ir::NodeId id : fn.inputs) {
+    const ir::Node& n = fn.node(id);
+    const std::string& s = *n.attrs.name;
+    const Buffer* b = nullptr;
+    if (n.op == ir::Op::Param) {
+      b = &params_.at(s).current;
+    } else if (s == "rng") {
+      b = &rng_;
+    } else if (auto key = runfile::ctx_key_of_input(s)) {
+      b = &ctx_.at(*key);
+    } else if (s.rfind("grad:", 0) == 0) {
+      std::string path = s.substr(5);
+      b = update && run_.run.microbatches > 1 ? &acc_.at(path).current : &grads_.at(path);
+    } else if (s.rfind("acc:", 0) == 0) {
+      b = &acc_.at(s.substr(4)).current;
+    } else if (s.rfind("state:", 0) == 0) {
+      b = &states_.at(s.substr(6)).current;
+    } else {
+      b = &bound.own.at(s);
+    }
+    in.push_back(b->handle());
+  }
+  for (const ir::Output& o : fn.outputs) {
+    const std::string& s = o.name;
+    const Buffer* b = nullptr;
+    if (s.rfind("grad:", 0) == 0)
+      b = &grads_.at(s.substr(5));
+    else if (s.rfind("param:", 0) == 0)
+      b = init ? &params_.at(s.substr(6)).current : &params_.at(s.substr(6)).spare;
+    else if (s.rfind("state:", 0) == 0)
+      b = &states_.at(s.substr(6)).spare;
+    else if (s.rfind("sum:", 0) == 0)
+      b = &acc_.at(s.substr(4)).spare;
+    else
+      b = &bound.own.at(s);
+    out.push_back(b->handle());
+  }
+  if (std::string e = device_->run(*bound.program, in, out); !e.empty())
+    return Failure{"E-DEVICE", e};
+  if (!scalars) return std::nullopt;
+  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  for (const ir::Output& o : fn.outputs) {
+    auto it = bound.own.find(o.name);
+    if (it == bound.own.end() || !it->second.type().shape.is_scalar()) continue;
+    float v = 0;
+    if (it->second.type().dtype != ir::DType::F32) continue;
+    if (std::string e = device_->download(it->second, &v, 4); !e.empty())
+      return Failure{"E-DEVICE", e};
+    (*scalars)[o.name] = v;
+  }
+  return std::nullopt;
+}
+
+Maybe Trainer::upload_batch(Bound& b, const data::Batch& batch) {
+  for (const data::BatchField& f : batch.fields) {
+    auto it = b.own.find("batch:" + f.name);
+    if (it == b.own.end()) continue;  // a field no function reads
+    if (it->second.bytes() != f.size_bytes)
+      return Failure{"E-LOADER-SOURCE",
+                     "field :" + f.name + " of a batch has " + std::to_string(f.size_bytes) +
+                         " bytes, the step expects " + std::to_string(it->second.bytes())};
+    if (std::string e = device_->upload(it->second, f.bytes.get(), f.size_bytes); !e.empty())
+      return Failure{"E-DEVICE", e};
+  }
+  return std::nullopt;
+}
+
+Maybe Trainer::set_ctx(int64_t microbatch) {
+  for (auto& [key, buffer] : ctx_) {
+    double v = std::nan("");
+    if (key == "step")
+      v = double(step_);
+    else if (key == "steps")
+      v = double(steps_);
+    else if (key == "progress")
+      v = double(step_) / double(std::max<int64_t>(steps_, 1));
+    else if (key == "microbatch")
+      v = double(microbatch);
+    else if (key == "microbatches")
+      v = double(run_.run.microbatches);
+    else if (key == "epoch")
+      v = double(epoch_);
+    else if (key == "examples")
+      v = double(examples_);
+    else if (key == "tokens")
+      v = double(tokens_);
+    else if (key == "stage")
+      v = double(stage_);
+    else if (key == "seed")
+      v = double(seed_);
+    else if (key == "rank")
+      v = 0;
+    else if (key == "world-size")
+      v = 1;
+    else if (auto it = latest_.find(key); it != latest_.end())
+      v = it->second;
+    if (Maybe f = upload_scalar(buffer, v)) return f;
+  }
+  int64_t rng[3] = {seed_, step_, microbatch};
+  if (std::string e = device_->upload(rng_, rng, sizeof rng); !e.empty())
+    return Failure{"E-DEVICE", e};
+  return std::nullopt;
+}
+
+const std::string& Trainer::train_fn_for(int64_t rows) const {
+  for (const runfile::SizedFunction& f : run_.train_fns)
+    if (f.rows == rows) return f.fn;
+  return run_.train_fns.front().fn;
+}
+
+// ---- the step ----------------------------------------------------------------------------
+
+// One optimizer step: every microbatch's forward and backward, the gradient
+// sum, then the update into the spare buffers. `nonfinite` says the step
+// must not be applied and `what` names the value.
+Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
+  const int64_t micro = run_.run.microbatches;
+  std::map<std::string, double> sums;
+  for (int64_t mb = 0; mb < micro; ++mb) {
+    ir::Result<data::Batch> batch = prefetch_->next();
+    if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
+    const std::string& fn = train_fn_for(batch->size);
+    if (Maybe f = upload_batch(programs_.at(fn), *batch)) return f;
+    epoch_ = batch->epoch;
+    if (Maybe f = set_ctx(mb)) return f;
+    Scalars s;
+    if (Maybe f = run_fn(fn, &s)) return f;
+    for (auto& [k, v] : s) sums[k] += v / double(micro);
+    interval_examples_ += batch->size;
+    const data::LoaderCounters c = prefetch_->state().counters;
+    examples_ = c.examples;
+    interval_tokens_ += c.tokens - tokens_;
+    tokens_ = c.tokens;
+    if (micro > 1) {
+      if (mb == 0) {
+        for (auto& [path, slot] : acc_) std::swap(slot.current, grads_.at(path));
+      } else {
+        if (Maybe f = run_fn("accumulate", nullptr)) return f;
+        for (auto& [path, slot] : acc_) slot.swap();
+      }
+    }
+  }
+  out = sums;
+  if (!std::isfinite(out["loss"])) {
+    nonfinite = true;
+    what = "loss";
+    return std::nullopt;
+  }
+  if (Maybe f = set_ctx(0)) return f;
+  Scalars u;
+  if (Maybe f = run_fn("update", &u)) return f;
+  for (auto& [k, v] : u) out[k] = v;
+  if (!std::isfinite(out["grad-norm"])) {
+    nonfinite = true;
+    what = "grad-norm";
+  }
+  return std::nullopt;
+}
+
+void Trainer::report_step(const Scalars& s, double step_ms) {
+  json metrics = json::object();
+  for (auto& [k, v] : s) {
+    std::string series = k == "loss"                  ? "train/loss"
+                         : k.rfind("metric:", 0) == 0 ? "train/" + k.substr(7)
+                                                      : k;
+    metrics[series] = number(v);
+    latest_[series] = v;
+  }
+  double secs = interval_ms_ / 1000.0;
+  metrics["step-ms"] = interval_steps_ ? interval_ms_ / double(interval_steps_) : step_ms;
+  metrics["examples-per-s"] = secs > 0 ? double(interval_examples_) / secs : 0.0;
+  if (interval_tokens_ > 0) metrics["tokens-per-s"] = double(interval_tokens_) / secs;
+  metrics["epoch"] = epoch_;
+  if (json mem = device_->memory_stats(); mem.is_object() && mem.contains("peak_bytes_in_use"))
+    metrics["memory-bytes"] = mem["peak_bytes_in_use"];
+  summary_.observe_all(metrics, step_);
+  for (auto& [k, v] : s) {
+    std::string series = k == "loss"                  ? "train/loss"
+                         : k.rfind("metric:", 0) == 0 ? "train/" + k.substr(7)
+                                                      : k;
+    target_check(series, v);
+  }
+  json throughput = {{"step-ms", metrics["step-ms"]},
+                     {"examples-per-s", metrics["examples-per-s"]}};
+  if (metrics.contains("tokens-per-s")) throughput["tokens-per-s"] = metrics["tokens-per-s"];
+  double per_step = interval_steps_ ? interval_ms_ / double(interval_steps_) / 1000.0 : 0;
+  std::optional<double> eta = double(steps_ - step_) * per_step;
+  (void)events_->step(step_, metrics);
+  (void)status_->on_step(step_, metrics, throughput, eta);
+  if (!opt_.quiet) {
+    char line[256];
+    std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f  %.1f ms/step  eta %.0fs",
+                  static_cast<long long>(step_), static_cast<long long>(steps_),
+                  s.count("loss") ? s.at("loss") : 0.0, double(metrics["step-ms"]), *eta);
+    if (progress_tty_)
+      std::cerr << "\r\033[K" << line << std::flush;
+    else
+      std::cerr << line << "\n";
+  }
+  interval_ms_ = 0;
+  interval_steps_ = interval_examples_ = interval_tokens_ = 0;
+}
+
+nlohmann::json Trainer::open_metadata() const {
+  json devices = device_->probe().value("devices", json::array());
+  json plugins = json::array();
+  for (const host::PluginRecord& p : plugins_.plugins())
+    if (p.loaded) plugins.push_back({{"name", p.name}, {"kind", p.kind}, {"version", p.version}});
+  json modules = json::array();
+  for (const auto& [path, text] : opt_.modules)
+    modules.push_back({{"path", path}, {"hash", content_hash(text)}});
+  int64_t param_count = 0;
+  for (const runfile::ParamEntry& p : run_.params) param_count += p.type.shape.numel().value_or(0);
+  const runfile::LoaderDecl* train = loaders_.find(run_.train_loader);
+  char time[64];
+  std::time_t t = std::time(nullptr);
+  std::strftime(time, sizeof time, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return {{"version", SEXPGPU_VERSION},
+          {"ir_version", ir::kIrVersion},
+          {"file", opt_.file},
+          {"file_hash", file_hash_},
+          {"modules", modules},
+          {"ir_hash", ir_hash_},
+          {"selection", opt_.selection},
+          {"slug", opt_.slug},
+          {"device",
+           {{"name", device_->name()}, {"version", device_->version()}, {"devices", devices}}},
+          {"plugins", plugins},
+          {"params", param_count},
+          {"steps", steps_},
+          {"seed", seed_},
+          {"effective_batch", train->options.batch * run_.run.microbatches},
+          {"host", host_name()},
+          {"started", time},
+          {"command", opt_.argv}};
+}
+
+Maybe Trainer::after_step(bool& stop) {
+  const int64_t done = step_;
+  for (const runfile::EvalPass& pass : run_.evals) {
+    bool periodic = pass.decl.every > 0 && done % pass.decl.every == 0 && done < steps_;
+    bool at_end = pass.decl.at_end && done == steps_;
+    if (periodic || at_end)
+      if (Maybe f = evaluate(pass)) return f;
+  }
+  bool want = (run_.run.checkpoint_every && done % *run_.run.checkpoint_every == 0) ||
+              g_checkpoint_request.exchange(false);
+  if (want && done < steps_)
+    if (Maybe f = checkpoint()) return f;
+  if (target_ && target_->reached && target_stop_) stop = true;
+  return std::nullopt;
+}
+
+int Trainer::finish(const std::string& state, int exit_code, const Maybe& error) {
+  double wall = wall_before_resume_ + now_ms(started_) / 1000.0;
+  summary_.set_counts(step_, wall, tokens_, examples_);
+  if (target_) summary_.set_target(*target_);
+  json summary = summary_.to_json();
+  json err = error ? json{{"code", error->code}, {"message", error->message}} : json(nullptr);
+  std::optional<std::string> next;
+  if (state == "stopped" || state == "preempted") next = run::resume_command(opt_.argv);
+  if (events_) (void)events_->close(step_, state, exit_code, summary, err);
+  if (status_) (void)status_->finish(state, exit_code, summary, err, next);
+  if (progress_tty_) std::cerr << "\n";
+  if (error) std::cerr << "sexpgpu run: " << error->code << " " << error->message << "\n";
+  if (!opt_.json) {
+    char head[160];
+    std::snprintf(head, sizeof head, "%.1f s (%.2f ms/step)", wall,
+                  step_ ? 1000.0 * wall / double(step_) : 0.0);
+    std::cout << "run " << opt_.slug << ": " << state << " at step " << step_ << "/" << steps_
+              << " in " << head << "\n";
+    for (auto& [k, v] : summary_.final_values())
+      if (run::RunSummary::has_best(k)) std::cout << "  " << k << " " << v << "\n";
+    if (target_)
+      std::cout << "  target " << target_->metric << " " << target_->op << " " << target_->value
+                << ": "
+                << (target_->reached ? "reached at step " + std::to_string(*target_->step)
+                                     : "not reached")
+                << "\n";
+    std::cout << "  run directory " << opt_.run_dir << "\n";
+    if (next) std::cout << "  resume with: " << *next << "\n";
+  }
+  return exit_code;
+}
+
+int Trainer::run() {
+  started_ = std::chrono::steady_clock::now();
+  install_signal_handlers();
+  if (Maybe f = open_outputs()) {
+    std::cerr << "sexpgpu run: " << f->code << " " << f->message << "\n";
+    return 3;
+  }
+  Maybe f = open_device();
+  if (!f) f = compile();
+  if (!f) f = allocate();
+  if (!f) f = initialise();
+  json resumed_from = nullptr;
+  if (!f && !opt_.resume.empty()) {
+    std::optional<run::CheckpointInfo> latest =
+        opt_.resume == "latest" ? run::find_latest(opt_.run_dir + "/checkpoints") : std::nullopt;
+    if (opt_.resume == "latest" && !latest) {
+      if (!f) f = start_loader(std::nullopt);
+      if (events_) {
+        (void)events_->open(device_ ? open_metadata() : json::object());
+        (void)events_->warning(
+            std::nullopt, "W-RESUME-NONE",
+            "--resume latest: no checkpoint yet in " + opt_.run_dir + "; starting from step 0");
+      }
+    } else {
+      f = resume(opt_.resume == "latest" ? latest->path : opt_.resume);
+      resumed_from = json{{"step", step_}, {"checkpoint", opt_.resume}};
+      if (!f) (void)events_->open(open_metadata(), resumed_from);
+    }
+  } else if (!f) {
+    f = start_loader(std::nullopt);
+    if (!f) (void)events_->open(open_metadata());
+  }
+  if (f) return finish("failed", f->code == "E-RESUME-MISMATCH" ? 1 : 3, f);
+  if (run_.run.precision == "tf32" && device_->name() == "cpu")
+    (void)events_->warning(std::nullopt, "W-PRECISION",
+                           ":precision :tf32 asks for TF32 matrix products; the cpu device "
+                           "computes them in f32");
+  (void)status_->set_state("running");
+  if (!run_.stages.empty())
+    if (Maybe e = enter_stage(stage_)) return finish("failed", 3, e);
+  if (step_ == 0)
+    for (const runfile::EvalPass& pass : run_.evals)
+      if (pass.decl.at_start)
+        if (Maybe e = evaluate(pass)) return finish("failed", 3, e);
+
+  bool stop = false;
+  while (step_ < steps_ && !stop) {
+    if (g_stop_signals.load() > 0) break;
+    if (Maybe e = check_stage_end()) return finish("failed", 3, e);
+    auto t0 = std::chrono::steady_clock::now();
+    Scalars s;
+    bool nonfinite = false;
+    std::string what;
+    if (Maybe e = train_step(s, nonfinite, what)) return finish("failed", 3, e);
+    if (nonfinite) {
+      if (!run_.run.skip_nonfinite) {
+        return finish("nonfinite", 4,
+                      Failure{"E-NONFINITE", "step " + std::to_string(step_) + ": " + what +
+                                                 " is not finite; the parameters keep their values "
+                                                 "from before the step"});
+      }
+      ++skips_in_row_, ++skipped_total_;
+      (void)events_->warning(
+          step_, "W-NONFINITE-SKIP",
+          "step " + std::to_string(step_) + ": " + what + " is not finite; the step was skipped");
+      if (skips_in_row_ > run_.run.max_skips)
+        return finish(
+            "nonfinite", 4,
+            Failure{"E-NONFINITE", std::to_string(skips_in_row_) + " non-finite steps in a row"});
+    } else {
+      skips_in_row_ = 0;
+      for (auto& [path, slot] : params_)
+        if (slot.spare.handle()) slot.swap();
+      for (auto& [name, slot] : states_) slot.swap();
+    }
+    double ms = now_ms(t0);
+    interval_ms_ += ms;
+    ++interval_steps_;
+    ++step_;
+    if (!nonfinite && (step_ % run_.run.log_every == 0 || step_ == steps_ || step_ == 1))
+      report_step(s, ms);
+    if (Maybe e = after_step(stop)) return finish("failed", 3, e);
+  }
+  int signals = g_stop_signals.load();
+  if (signals > 0) {
+    bool term = g_first_signal.load() == SIGTERM;
+    std::string name = term ? "SIGTERM" : "SIGINT";
+    if (signals > 1) {
+      (void)events_->signal(step_, name, "stop-now");
+      return finish("stopped", 130, std::nullopt);
+    }
+    (void)events_->signal(step_, name, "checkpoint-and-stop");
+    if (Maybe e = checkpoint()) return finish("failed", 3, e);
+    if (g_stop_signals.load() > 1) return finish("stopped", 130, std::nullopt);
+    return finish(term ? "preempted" : "stopped", 75, std::nullopt);
+  }
+  if (step_ == steps_ || stop) {
+    if (stop)
+      for (const runfile::EvalPass& pass : run_.evals)
+        if (pass.decl.at_end)
+          if (Maybe e = evaluate(pass)) return finish("failed", 3, e);
+    if (run_.run.checkpoint_at_end)
+      if (Maybe e = checkpoint()) return finish("failed", 3, e);
+  }
+  return finish("finished", 0, std::nullopt);
+}
+
+int train(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
+          const RunOptions& options, host::PluginHost& plugins) {
+  Trainer t(run, loaders, options, plugins);
+  return t.run();
+}
+
+}  // namespace sexpgpu::train

@@ -1,0 +1,134 @@
+// Checkpoints and resume (trainer_impl.h, observe.md): everything a run
+// needs to continue exactly: parameters, optimizer states, the loader's
+// position, counters, the summary and the target.
+#include <chrono>
+
+#include "run/checkpoint.h"
+#include "train/trainer_impl.h"
+
+namespace sexpgpu::train {
+
+using nlohmann::json;
+
+Maybe Trainer::download(const Buffer& b, std::vector<std::byte>& out) {
+  out.resize(b.bytes());
+  if (std::string e = device_->download(b, out.data(), out.size()); !e.empty())
+    return Failure{"E-DEVICE", e};
+  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  return std::nullopt;
+}
+
+Maybe Trainer::checkpoint() {
+  (void)status_->set_state("checkpointing");
+  // Owned copies of every tensor, then views of them for the writer.
+  std::vector<std::vector<std::byte>> storage;
+  storage.reserve(run_.params.size() + run_.states.size());
+  run::CheckpointContent content;
+  content.step = step_;
+  for (const runfile::ParamEntry& p : run_.params) {
+    storage.emplace_back();
+    if (Maybe f = download(params_.at(p.path).current, storage.back())) return f;
+    auto dims = p.type.shape.dims();
+    content.params.push_back({p.path, p.type.dtype, {dims.begin(), dims.end()}, storage.back()});
+  }
+  for (const runfile::StateEntry& s : run_.states) {
+    storage.emplace_back();
+    if (Maybe f = download(states_.at(s.tensor_name()).current, storage.back())) return f;
+    auto dims = s.type.shape.dims();
+    content.optimizer.push_back({run::optimizer_tensor_name(s.param, s.name),
+                                 s.type.dtype,
+                                 {dims.begin(), dims.end()},
+                                 storage.back()});
+  }
+  json target = target_ ? target_->to_json() : json(nullptr);
+  double wall = wall_before_resume_ +
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  content.state = {{"loaders", {{run_.train_loader, prefetch_->save()}}},
+                   {"rng", {{"seed", seed_}}},
+                   {"counters", {{"epoch", epoch_}, {"examples", examples_}, {"tokens", tokens_}}},
+                   {"latest", latest_},
+                   {"summary", summary_.to_json()},
+                   {"target", target},
+                   {"skipped", skipped_total_},
+                   {"stage", stage_},
+                   {"wall_s", wall},
+                   {"steps", steps_},
+                   {"file_hash", file_hash_},
+                   {"ir_hash", ir_hash_},
+                   {"selection", opt_.selection}};
+  run::CheckpointOptions options;
+  options.keep = run_.run.checkpoint_keep;
+  ir::Result<run::CheckpointWritten> w =
+      run::write_checkpoint(opt_.run_dir + "/checkpoints", content, options);
+  if (!w) return Failure{"E-IO", w.error()};
+  (void)events_->checkpoint(step_, w->path, w->bytes, w->ms, w->kept, w->removed);
+  (void)status_->on_checkpoint(step_, w->path);
+  (void)status_->set_state("running");
+  last_checkpoint_step_ = step_;
+  return std::nullopt;
+}
+
+Maybe Trainer::resume(const std::string& which) {
+  ir::Result<std::string> dir = run::resolve_checkpoint(which);
+  if (!dir) return Failure{"E-IO", dir.error()};
+  ir::Result<run::Checkpoint> ck = run::load_checkpoint(*dir);
+  if (!ck) return Failure{"E-IO", ck.error()};
+  const json& st = ck->state;
+  std::vector<std::string> changed;
+  if (st.value("file_hash", "") != file_hash_) changed.push_back("the run file");
+  if (st.value("selection", json(nullptr)) != opt_.selection) changed.push_back("the selection");
+  if (st.value("ir_hash", "") != ir_hash_) changed.push_back("the compiled IR");
+  if (!changed.empty() && !opt_.allow_changed) {
+    std::string what;
+    for (const std::string& c : changed) what += (what.empty() ? "" : ", ") + c;
+    return Failure{"E-RESUME-MISMATCH",
+                   "checkpoint " + *dir + " was written by another run: " + what +
+                       " changed; resume with --allow-changed to continue anyway"};
+  }
+  auto restore = [&](const run::SafetensorsFile& file, const std::string& name,
+                     const ir::TensorType& type, const Buffer& into) -> Maybe {
+    const run::TensorEntry* t = file.find(name);
+    auto dims = type.shape.dims();
+    if (!t || t->dtype != type.dtype || t->shape != std::vector<int64_t>(dims.begin(), dims.end()))
+      return Failure{"E-RESUME-MISMATCH", "checkpoint " + *dir + " has no tensor " + name +
+                                              " of type " + type.to_string()};
+    if (std::string e = device_->upload(into, t->data.data(), t->data.size()); !e.empty())
+      return Failure{"E-DEVICE", e};
+    return std::nullopt;
+  };
+  for (const runfile::ParamEntry& p : run_.params)
+    if (Maybe f = restore(*ck->model, p.path, p.type, params_.at(p.path).current)) return f;
+  for (const runfile::StateEntry& s : run_.states)
+    if (Maybe f = restore(*ck->optimizer, run::optimizer_tensor_name(s.param, s.name), s.type,
+                          states_.at(s.tensor_name()).current))
+      return f;
+  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  step_ = ck->step;
+  const json counters = st.value("counters", json::object());
+  epoch_ = counters.value("epoch", int64_t(0));
+  examples_ = counters.value("examples", int64_t(0));
+  tokens_ = counters.value("tokens", int64_t(0));
+  const json latest = st.value("latest", json::object());
+  for (auto& [k, v] : latest.items()) latest_[k] = v.is_number() ? v.get<double>() : std::nan("");
+  if (ir::Result<run::RunSummary> s =
+          run::RunSummary::from_json(st.value("summary", json::object())))
+    summary_ = *s;
+  if (target_ && st.contains("target") && st["target"].is_object() &&
+      st["target"].value("reached", false)) {
+    target_->reached = true;
+    if (st["target"].contains("step") && st["target"]["step"].is_number_integer())
+      target_->step = st["target"]["step"].get<int64_t>();
+  }
+  skipped_total_ = st.value("skipped", int64_t(0));
+  stage_ = st.value("stage", size_t(0));
+  if (stage_ >= std::max<size_t>(run_.stages.size(), 1))
+    return Failure{"E-RESUME-MISMATCH", "checkpoint " + *dir + " is in stage " +
+                                            std::to_string(stage_) +
+                                            ", which this run does not have"};
+  wall_before_resume_ = st.value("wall_s", 0.0);
+  const json loaders = st.value("loaders", json::object());
+  json saved = loaders.value(run_.train_loader, json(nullptr));
+  return start_loader(saved.is_null() ? std::nullopt : std::optional<json>(saved));
+}
+
+}  // namespace sexpgpu::train

@@ -1,0 +1,130 @@
+// The Trainer behind train() (trainer.h), shared by its files:
+// trainer.cpp (setup and the step loop), trainer_eval.cpp (evaluation
+// passes), trainer_checkpoint.cpp (checkpoints and resume).
+//
+// Device memory: every parameter and optimizer state has two buffers; the
+// update writes the spare ones and they are swapped only when the step is
+// finite, so a non-finite step never touches the parameters. Inputs and
+// outputs are bound to programs by name at each call (see compile.h for
+// the names), which keeps one table per kind of tensor instead of per
+// program.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/prefetch.h"
+#include "run/events.h"
+#include "run/status.h"
+#include "run/summary.h"
+#include "train/device.h"
+#include "train/trainer.h"
+
+namespace sexpgpu::train {
+
+// Why a run stops before its end, with the diagnostic code to report.
+struct Failure {
+  std::string code;  // E-DEVICE, E-IO, E-LOADER-SOURCE, E-RESUME-MISMATCH, ...
+  std::string message;
+};
+using Maybe = std::optional<Failure>;
+
+// A double-buffered tensor: `current` is read, `spare` written, then swapped.
+struct Slot {
+  Buffer current, spare;
+  void swap() { std::swap(current, spare); }
+};
+
+// A compiled function with the buffers only it uses (its batch inputs and
+// scalar outputs), by name.
+struct Bound {
+  std::unique_ptr<Program> program;
+  std::map<std::string, Buffer> own;
+};
+
+// The step's scalar outputs, downloaded: "loss", "metric:acc", "grad-norm", "lr/default".
+using Scalars = std::map<std::string, double>;
+
+class Trainer {
+ public:
+  Trainer(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
+          const RunOptions& options, host::PluginHost& plugins);
+  int run();
+
+ private:
+  // Setup (trainer.cpp).
+  Maybe open_outputs();
+  Maybe open_device();
+  Maybe compile();
+  Maybe allocate();
+  Maybe initialise();
+  Maybe start_loader(std::optional<nlohmann::json> saved);
+  // Curriculum: moves the loaders to stage `index` and reports it.
+  Maybe enter_stage(size_t index);
+  Maybe check_stage_end();
+  data::StageOverrides overrides_for(const runfile::LoaderDecl& loader) const;
+  nlohmann::json open_metadata() const;
+
+  // Running functions.
+  Maybe run_fn(const std::string& fn, Scalars* scalars, bool init = false);
+  Maybe upload_batch(Bound& b, const data::Batch& batch);
+  Maybe set_ctx(int64_t microbatch);
+  Maybe upload_scalar(const Buffer& b, double value);
+  const std::string& train_fn_for(int64_t rows) const;
+
+  // The loop (trainer.cpp).
+  Maybe train_step(Scalars& out, bool& nonfinite, std::string& what);
+  void report_step(const Scalars& s, double step_ms);
+  Maybe after_step(bool& stop);
+  int finish(const std::string& state, int exit_code, const Maybe& error);
+
+  // Evaluation (trainer_eval.cpp).
+  Maybe evaluate(const runfile::EvalPass& pass);
+  bool target_check(const std::string& metric, double value);
+
+  // Checkpoints (trainer_checkpoint.cpp).
+  Maybe checkpoint();
+  Maybe resume(const std::string& which);
+  Maybe download(const Buffer& b, std::vector<std::byte>& out);
+
+  const runfile::CompiledRun& run_;
+  const runfile::Loaders& loaders_;
+  const RunOptions& opt_;
+  host::PluginHost& plugins_;
+
+  std::unique_ptr<Device> device_;
+  std::string ir_json_, ir_hash_, file_hash_;
+  std::map<std::string, Bound> programs_;
+  std::map<std::string, Slot> params_, states_, acc_;
+  std::map<std::string, Buffer> grads_, ctx_;
+  Buffer rng_;
+
+  std::optional<run::EventLog> events_;
+  std::optional<run::StatusFile> status_;
+  std::unique_ptr<data::Prefetcher> prefetch_;
+
+  int64_t steps_ = 0;  // total
+  int64_t step_ = 0;   // the next step to run (completed steps)
+  int64_t seed_ = 0;
+  int64_t skips_in_row_ = 0, skipped_total_ = 0;
+  size_t stage_ = 0;  // the curriculum stage (0 without one)
+  int64_t epoch_ = 0, examples_ = 0, tokens_ = 0;
+  std::map<std::string, double> latest_;  // every series' latest value, for ctx and status
+  run::RunSummary summary_;
+  std::optional<run::Target> target_;
+  bool target_stop_ = false;
+  std::optional<int64_t> last_checkpoint_step_;
+  std::chrono::steady_clock::time_point started_;
+  double wall_before_resume_ = 0;
+  // The log interval's accumulated time and examples.
+  double interval_ms_ = 0;
+  int64_t interval_steps_ = 0, interval_examples_ = 0, interval_tokens_ = 0;
+  bool progress_tty_ = false;
+};
+
+}  // namespace sexpgpu::train

@@ -1,0 +1,9 @@
+;; expect: E-CONTRACT-SHAPE 7 1
+;; objective takes (batch ctx).
+(require "sexpgpu/nn")
+(require "sexpgpu/optim")
+(defloader train :source (synthetic :regression :features 8 :examples 64 :seed 1) :batch 8)
+(defmodel net (x) (nn:linear x 1 :name "fc"))
+(defun objective (batch) (mse (net (getf batch :x)) (getf batch :y)))
+(defun optimizer () (optim:sgd :lr 0.1))
+(defrun :steps 10)

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# sexpgpu run end to end on the CPU: training, the run directory, exit
+# codes, signals, the finite guard, targets, and a resume after SIGKILL that
+# ends with the same bytes as a run never stopped.
+# Usage: train.sh SEXPGPU SOURCE_DIR
+set -u
+BIN=$1
+SRC=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+export SEXPGPU_RUNS=$TMP/runs
+fail=0
+
+# expect NAME WANT_RC GOT_RC [REGEX FILE]
+expect() {
+  local name=$1 want=$2 got=$3
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL $name: exit $got, expected $want"; fail=$((fail + 1)); return
+  fi
+  if [ $# -ge 5 ] && ! grep -q -- "$4" "$5"; then
+    echo "FAIL $name: no '$4' in $5:"; cat "$5"; fail=$((fail + 1)); return
+  fi
+  echo "ok   $name"
+}
+# check NAME JQ-EXPRESSION FILE: the expression must give true.
+check() {
+  if [ "$(jq -r "$2" "$3" 2>/dev/null)" = "true" ]; then echo "ok   $1"; else
+    echo "FAIL $1: $2 is not true in $3"; jq . "$3" 2>/dev/null | head -40; fail=$((fail + 1)); fi
+}
+
+# The smallest file trains below 0.01 (the spec's promise).
+"$BIN" run "$SRC/examples/smallest.lisp" --quiet >"$TMP/out" 2>"$TMP/err"
+expect smallest-runs 0 $? "finished" "$TMP/out"
+RUN=$SEXPGPU_RUNS/smallest
+check smallest-loss '.summary.final["train/loss"] < 0.01 and .state == "finished"' "$RUN/status.json"
+check smallest-events 'map(.kind) | (.[0] == "open" and .[-1] == "close" and (index("checkpoint") != null))' <(jq -s . "$RUN/events.jsonl")
+for f in run.lisp selection.json ir.json events.jsonl status.json checkpoints/latest/model.safetensors; do
+  [ -e "$RUN/$f" ] || { echo "FAIL smallest-files: no $f"; fail=$((fail + 1)); }
+done
+"$BIN" checkpoint verify "$RUN/checkpoints/latest" >"$TMP/out" 2>&1
+expect smallest-checkpoint-verifies 0 $?
+
+# A second run into the same directory is refused; --fresh moves it aside.
+"$BIN" run "$SRC/examples/smallest.lisp" --quiet >"$TMP/out" 2>"$TMP/err"
+expect run-exists 2 $? "E-RUN-EXISTS" "$TMP/err"
+"$BIN" run "$SRC/examples/smallest.lisp" --quiet --fresh >"$TMP/out" 2>"$TMP/err"
+expect run-fresh 0 $?
+[ -d "$SEXPGPU_RUNS/smallest.prev-1" ] || { echo "FAIL run-fresh: no smallest.prev-1"; fail=$((fail + 1)); }
+
+# --json: the events on standard output, one per line, ending with close.
+"$BIN" run "$SRC/examples/smallest.lisp" --quiet --json --steps 3 --out "$TMP/json" >"$TMP/out" 2>"$TMP/err"
+expect run-json 0 $?
+check run-json-close '.[-1].kind == "close" and .[-1].state == "finished"' <(jq -s . "$TMP/out")
+
+# Resume after SIGKILL at a random moment: the same bytes as a run never stopped.
+FILE=$SRC/tests/e2e/runs/resume.lisp
+"$BIN" run "$FILE" --quiet --out "$TMP/a" >"$TMP/out" 2>"$TMP/err"
+expect resume-reference 0 $?
+"$BIN" run "$FILE" --quiet --out "$TMP/b" >/dev/null 2>&1 &
+pid=$!
+# Kill at a random moment after the first checkpoint, so the resume has one.
+for _ in $(seq 1000); do [ -e "$TMP/b/checkpoints/latest" ] && break; sleep 0.01; done
+sleep "0.0$(( RANDOM % 10 ))$(( RANDOM % 10 ))"
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+for i in 1 2 3; do
+  "$BIN" run "$FILE" --quiet --out "$TMP/b" --resume latest >"$TMP/out" 2>"$TMP/err" && break
+done
+expect resume-after-kill 0 $?
+check resume-resumed '(map(select(.kind == "open")) | length >= 2 and (.[-1].resumed_from.step > 0)) and (map(select(.kind == "close")) | length == 1)' <(jq -s . "$TMP/b/events.jsonl")
+for f in model.safetensors optimizer.safetensors; do
+  if cmp -s "$TMP/a/checkpoints/latest/$f" "$TMP/b/checkpoints/latest/$f"; then echo "ok   resume-bit-exact $f"; else
+    echo "FAIL resume-bit-exact: $f differs after a kill and resume"; fail=$((fail + 1)); fi
+done
+
+# SIGTERM: a checkpoint, state preempted, exit 75, and the command that resumes.
+"$BIN" run "$FILE" --quiet --out "$TMP/c" >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+for _ in $(seq 1000); do [ -e "$TMP/c/checkpoints/latest" ] && break; sleep 0.01; done
+kill -TERM $pid
+wait $pid
+expect sigterm-exit 75 $?
+check sigterm-status '.state == "preempted" and (.next | test("--resume latest"))' "$TMP/c/status.json"
+"$BIN" run "$FILE" --quiet --out "$TMP/c" --resume latest >"$TMP/out" 2>"$TMP/err"
+expect sigterm-resume 0 $?
+for f in model.safetensors optimizer.safetensors; do
+  cmp -s "$TMP/a/checkpoints/latest/$f" "$TMP/c/checkpoints/latest/$f" && echo "ok   sigterm-bit-exact $f" ||
+    { echo "FAIL sigterm-bit-exact: $f differs"; fail=$((fail + 1)); }
+done
+
+# --resume latest with no checkpoint yet starts at step 0 and says so.
+"$BIN" run "$SRC/examples/smallest.lisp" --quiet --out "$TMP/none" --resume latest --steps 3 >"$TMP/out" 2>"$TMP/err"
+expect resume-none 0 $? "W-RESUME-NONE" "$TMP/none/events.jsonl"
+
+# A device that does not exist: E-DEVICE, exit 3, status failed.
+"$BIN" run "$SRC/examples/smallest.lisp" --quiet --out "$TMP/nodev" --device no-such-device >"$TMP/out" 2>"$TMP/err"
+expect no-device 3 $? "E-DEVICE" "$TMP/err"
+
+# :tf32 on the CPU device computes f32 and says so.
+sed 's/(defrun :steps 200)/(defrun :steps 20 :precision :tf32)/' "$SRC/examples/smallest.lisp" >"$TMP/tf32.lisp"
+"$BIN" run "$TMP/tf32.lisp" --quiet --out "$TMP/tf32" >"$TMP/out" 2>"$TMP/err"
+expect tf32-on-cpu 0 $? "W-PRECISION" "$TMP/tf32/events.jsonl"
+
+# A run directory that cannot be made: E-IO, exit 3.
+"$BIN" run "$SRC/examples/smallest.lisp" --quiet --out /dev/null/run >"$TMP/out" 2>"$TMP/err"
+expect out-unwritable 3 $? "E-IO" "$TMP/err"
+
+# Resuming with another selection is refused.
+"$BIN" run "$FILE" --quiet --out "$TMP/c" --resume latest --set steps=700 >"$TMP/out" 2>"$TMP/err"
+expect resume-mismatch 1 $? "E-RESUME-MISMATCH" "$TMP/err"
+
+# The finite guard: a loss that becomes infinite stops the run with exit 4.
+cat >"$TMP/nonfinite.lisp" <<'LISP'
+(require "sexpgpu/nn")
+(require "sexpgpu/optim")
+(defloader train :source (synthetic :regression :features 4 :examples 64 :seed 1) :batch 8)
+(defmodel net (x) (nn:linear x 1 :name "fc"))
+(defun objective (batch ctx) (* (mse (net (getf batch :x)) (getf batch :y)) 1e39))
+(defun optimizer () (optim:sgd :lr 0.1))
+(defrun :steps 10)
+LISP
+"$BIN" run "$TMP/nonfinite.lisp" --quiet --out "$TMP/nf" >"$TMP/out" 2>"$TMP/err"
+expect nonfinite-exit 4 $? "E-NONFINITE" "$TMP/err"
+check nonfinite-status '.state == "nonfinite" and .error.code == "E-NONFINITE"' "$TMP/nf/status.json"
+
+# A target with :stop ends the run early, finished.
+sed 's/(defrun :steps steps/(defrun :steps steps :target ("val\/acc" :>= 0.5 :stop t)/' "$FILE" >"$TMP/target.lisp"
+"$BIN" run "$TMP/target.lisp" --quiet --out "$TMP/t" >"$TMP/out" 2>"$TMP/err"
+expect target-stop 0 $? "reached at step" "$TMP/out"
+check target-status '.summary.target.reached == true and .step < 5000' "$TMP/t/status.json"
+
+echo "$fail failures"
+exit $((fail > 0))
