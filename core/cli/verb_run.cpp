@@ -13,6 +13,7 @@
 #include "host/plugin_host.h"
 #include "lisp/modules.h"
 #include "runfile/compile.h"
+#include "runfile/diagnostics.h"
 #include "train/trainer.h"
 
 namespace sexpgpu::cli {
@@ -119,8 +120,8 @@ void add_run(CLI::App& app, int& exit_code) {
       (void)s.release();
       return;
     }
-    if (!opts->diags.empty()) {
-      std::cerr << "sexpgpu run: --diag: diagnostics are not implemented yet\n";
+    if (std::string e = runfile::unknown_diagnostics(*s->compiled, opts->diags); !e.empty()) {
+      std::cerr << "sexpgpu run: E-RUN-KEY --diag: " << e << "\n";
       exit_code = kUsage;
       return;
     }
@@ -148,6 +149,7 @@ void add_run(CLI::App& app, int& exit_code) {
     ro.json = opts->json;
     ro.quiet = opts->quiet;
     ro.sinks = opts->sinks;
+    ro.diags = opts->diags;
     ro.selection = selection_json(in, sel, slug);
     ro.file_text = read_text(opts->file);
     // The user's own modules go with the run; standard ones are the binary's.
@@ -157,11 +159,6 @@ void add_run(CLI::App& app, int& exit_code) {
       if (!m->path.empty() && !standard.count(m->path))
         ro.modules.push_back({m->path, read_text(m->path)});
     ro.argv = command_line();
-    if (!opts->sinks.empty()) {
-      std::cerr << "sexpgpu run: --sink is not implemented yet in the training loop\n";
-      exit_code = kUsage;
-      return;
-    }
     if (!prepare_run_dir(ro.run_dir, !opts->resume.empty(), opts->fresh)) {
       exit_code = kUsage;
       return;

@@ -48,6 +48,8 @@ class RunSummary {
 
   // One reported value: updates final and, by the rule above, best.
   void observe(const std::string& metric, double value, int64_t step);
+  // A value with no best (a schedule's): final only.
+  void observe_final(const std::string& metric, double value) { final_[metric] = value; }
   // Every number of an object of metrics ({"train/loss": 0.3, ...}); other
   // values are ignored.
   void observe_all(const nlohmann::json& metrics, int64_t step);

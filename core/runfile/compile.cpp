@@ -12,6 +12,7 @@
 #include "ir/passes.h"
 #include "ir/verify.h"
 #include "lisp/builtins.h"
+#include "runfile/diagnostics.h"
 #include "runfile/model.h"
 #include "runfile/optimizer.h"
 #include "stage/args.h"
@@ -483,12 +484,6 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
       step(in, c, contract.curriculum_span, "until", [&] { stage_until(in, s); });
     c.out.stages.push_back(std::move(info));
   }
-  if (!contract.run->diagnostics_select.empty() || !contract.diagnostics.empty()) {
-    step(in, c, contract.run->span, "diagnostics", [&] {
-      in.fail("E-UNSUPPORTED", "diagnostics are not implemented yet in the training loop");
-    });
-    return std::nullopt;
-  }
   Span objective_span = span_of("DEFUN", "OBJECTIVE");
   for (const SizedFunction& sf : c.out.train_fns)
     if (!step(in, c, objective_span, "train", [&] { stage_train(in, c, sf); })) return std::nullopt;
@@ -505,6 +500,8 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
   if (c.out.run.microbatches > 1)
     step(in, c, contract.run->span, "accumulate", [&] { stage_accumulate(in); });
   step(in, c, contract.run->span, "init", [&] { stage_init_function(in); });
+  if (!c.failed)
+    step(in, c, contract.run->span, "diagnostics", [&] { stage_diagnostics(in, c.out, contract); });
   if (c.failed) return std::nullopt;
 
   // The parameter table, with ties and groups.

@@ -18,6 +18,7 @@
 // name: "batch:x", "ctx:step", "rng", and Param nodes by path.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,6 +81,8 @@ struct StageInfo {
   std::string until_fn;  // "until:NAME": ctx inputs -> until (f32, 1 when it holds)
 };
 
+struct DiagnosticPlan;  // runfile/diagnostics.h
+
 struct CompiledRun {
   ir::Module module;  // every function, after ir::optimize
   ir::Module staged;  // the same before the passes
@@ -96,6 +99,9 @@ struct CompiledRun {
   std::vector<GroupEntry> groups;
   std::vector<EvalPass> evals;
   std::vector<StageInfo> stages;  // empty without defcurriculum
+  // The diagnostics, each its own function (runfile/diagnostics.h); null
+  // when the file has none to offer.
+  std::shared_ptr<const DiagnosticPlan> diagnostics;
   bool has_prepare = false;
   // Ctx keys read by any function; metric keys are checked to be series.
   std::vector<std::string> ctx_keys;

@@ -1,6 +1,7 @@
 // The training loop: setup, steps, logging, signals, the end (trainer_impl.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstring>
@@ -81,6 +82,8 @@ Trainer::Trainer(const runfile::CompiledRun& run, const runfile::Loaders& loader
   target_ = run.run.target;
   target_stop_ = run.run.target_stop;
   file_hash_ = content_hash(options.file_text);
+  ir_json_ = ir::to_json(run.module).dump();
+  ir_hash_ = content_hash(ir_json_);
   progress_tty_ = !options.quiet && isatty(STDERR_FILENO);
 }
 
@@ -101,14 +104,15 @@ Maybe Trainer::open_outputs() {
     if (Maybe f = write("modules/" + fs::path(path).filename().string(), text)) return f;
   }
   if (Maybe f = write("selection.json", opt_.selection.dump(2) + "\n")) return f;
-  ir_json_ = ir::to_json(run_.module).dump();
-  ir_hash_ = content_hash(ir_json_);
   if (Maybe f = write("ir.json", ir_json_ + "\n")) return f;
   ir::Result<run::EventLog> log = run::EventLog::create(opt_.run_dir + "/events.jsonl");
   if (!log) return Failure{"E-IO", log.error()};
   events_.emplace(std::move(log).value());
-  if (opt_.json)
-    events_->set_mirror([](const std::string& line) { std::cout << line << "\n" << std::flush; });
+  if (Maybe f = find_sinks()) return f;
+  events_->set_mirror([this](const std::string& line) {
+    if (opt_.json) std::cout << line << "\n" << std::flush;
+    feed_sinks(line);
+  });
   status_.emplace(opt_.run_dir + "/status.json");
   status_->edit().steps = steps_;
   if (std::string e = status_->set_state("compiling"); !e.empty()) return Failure{"E-IO", e};
@@ -257,11 +261,15 @@ Maybe Trainer::start_loader(std::optional<json> saved) {
   return std::nullopt;
 }
 
+// A stage without an entry for this loader (or an entry without :batch)
+// has the loader's own batch, so a later stage can go back to it.
 data::StageOverrides Trainer::overrides_for(const runfile::LoaderDecl& loader) const {
   if (run_.stages.empty()) return {};
+  data::StageOverrides out;
   for (const auto& [name, o] : loader.stages)
-    if (name == run_.stages[stage_].name) return o;
-  return {};
+    if (name == run_.stages[stage_].name) out = o;
+  if (!out.batch) out.batch = loader.options.batch;
+  return out;
 }
 
 Maybe Trainer::enter_stage(size_t index) {
@@ -293,6 +301,55 @@ Maybe Trainer::check_stage_end() {
     if (Maybe f = enter_stage(stage_ + 1)) return f;
   }
   return std::nullopt;
+}
+
+// ---- sinks -------------------------------------------------------------------------------
+
+Maybe Trainer::find_sinks() {
+  for (const std::string& spec : opt_.sinks) {
+    size_t colon = spec.find(':');
+    SinkConnection c{spec.substr(0, colon),
+                     colon == std::string::npos ? "" : spec.substr(colon + 1)};
+    c.api = plugins_.sink(c.name);
+    if (!c.api) {
+      const host::PluginRecord* r = plugins_.find(c.name);
+      return Failure{"E-IO", "--sink " + spec + ": " +
+                                 (r ? "the plugin did not load: " + r->reason
+                                    : "no sink plugin named '" + c.name + "' on the plugin path")};
+    }
+    sinks_.push_back(std::move(c));
+  }
+  return std::nullopt;
+}
+
+// A failing sink is reported once on standard error and dropped: the run's
+// own record is events.jsonl, which a sink only copies.
+void Trainer::feed_sinks(const std::string& line) {
+  for (SinkConnection& c : sinks_) {
+    if (!c.api) continue;
+    sg_error* err = nullptr;
+    if (!c.sink) {
+      err = c.api->open(opt_.run_dir.data(), opt_.run_dir.size(), line.data(), line.size(),
+                        c.arg.data(), c.arg.size(), &c.sink);
+    } else {
+      err = c.api->event(c.sink, line.data(), line.size());
+    }
+    if (!err) continue;
+    std::string message = "sink " + c.name + ": " + host::take_error(c.api, err);
+    std::cerr << "sexpgpu run: " << message << "\n";
+    if (c.sink) (void)host::take_error(c.api, c.api->close(c.sink));
+    c.api = nullptr;
+    c.sink = nullptr;
+  }
+}
+
+void Trainer::close_sinks() {
+  for (SinkConnection& c : sinks_) {
+    if (!c.api || !c.sink) continue;
+    if (std::string e = host::take_error(c.api, c.api->close(c.sink)); !e.empty())
+      std::cerr << "sexpgpu run: sink " << c.name << ": " << e << "\n";
+    c.sink = nullptr;
+  }
 }
 
 // ---- running a function ------------------------------------------------------------------
@@ -424,6 +481,7 @@ Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
     ir::Result<data::Batch> batch = prefetch_->next();
     if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
     const std::string& fn = train_fn_for(batch->size);
+    last_batch_rows_ = batch->size;  // diagnostics over activations rerun this batch
     if (Maybe f = upload_batch(programs_.at(fn), *batch)) return f;
     epoch_ = batch->epoch;
     if (Maybe f = set_ctx(mb)) return f;
@@ -477,7 +535,17 @@ void Trainer::report_step(const Scalars& s, double step_ms) {
   metrics["epoch"] = epoch_;
   if (json mem = device_->memory_stats(); mem.is_object() && mem.contains("peak_bytes_in_use"))
     metrics["memory-bytes"] = mem["peak_bytes_in_use"];
-  summary_.observe_all(metrics, step_);
+  // Schedules (lr/GROUP, ...) have a last value but no best one.
+  for (auto& [k, v] : metrics.items()) {
+    if (!v.is_number()) continue;
+    bool schedule = false;
+    for (const runfile::GroupEntry& g : run_.groups)
+      schedule = schedule || std::find(g.series.begin(), g.series.end(), k) != g.series.end();
+    if (schedule)
+      summary_.observe_final(k, v.get<double>());
+    else
+      summary_.observe(k, v.get<double>(), step_);
+  }
   for (auto& [k, v] : s) {
     std::string series = k == "loss"                  ? "train/loss"
                          : k.rfind("metric:", 0) == 0 ? "train/" + k.substr(7)
@@ -549,7 +617,8 @@ Maybe Trainer::after_step(bool& stop) {
   }
   bool want = (run_.run.checkpoint_every && done % *run_.run.checkpoint_every == 0) ||
               g_checkpoint_request.exchange(false);
-  if (want && done < steps_)
+  // The last step's checkpoint is the :at-end one, unless that is off.
+  if (want && (done < steps_ || !run_.run.checkpoint_at_end))
     if (Maybe f = checkpoint()) return f;
   if (target_ && target_->reached && target_stop_) stop = true;
   return std::nullopt;
@@ -563,7 +632,9 @@ int Trainer::finish(const std::string& state, int exit_code, const Maybe& error)
   json err = error ? json{{"code", error->code}, {"message", error->message}} : json(nullptr);
   std::optional<std::string> next;
   if (state == "stopped" || state == "preempted") next = run::resume_command(opt_.argv);
+  if (status_) status_->edit().step = step_;
   if (events_) (void)events_->close(step_, state, exit_code, summary, err);
+  close_sinks();
   if (status_) (void)status_->finish(state, exit_code, summary, err, next);
   if (progress_tty_) std::cerr << "\n";
   if (error) std::cerr << "sexpgpu run: " << error->code << " " << error->message << "\n";
@@ -590,6 +661,18 @@ int Trainer::finish(const std::string& state, int exit_code, const Maybe& error)
 int Trainer::run() {
   started_ = std::chrono::steady_clock::now();
   install_signal_handlers();
+  // Writing to a closed pipe (run --json | head) fails the write instead of
+  // killing the run half-way through a checkpoint.
+  std::signal(SIGPIPE, SIG_IGN);
+  // A checkpoint that cannot be resumed is refused before anything in the
+  // run directory is touched: its record stays the earlier run's.
+  std::string resume_from;
+  if (!opt_.resume.empty()) {
+    if (Maybe f = check_resume(resume_from)) {
+      std::cerr << "sexpgpu run: " << f->code << " " << f->message << "\n";
+      return f->code == "E-RESUME-MISMATCH" ? 1 : 3;
+    }
+  }
   if (Maybe f = open_outputs()) {
     std::cerr << "sexpgpu run: " << f->code << " " << f->message << "\n";
     return 3;
@@ -598,21 +681,17 @@ int Trainer::run() {
   if (!f) f = compile();
   if (!f) f = allocate();
   if (!f) f = initialise();
-  json resumed_from = nullptr;
   if (!f && !opt_.resume.empty()) {
-    std::optional<run::CheckpointInfo> latest =
-        opt_.resume == "latest" ? run::find_latest(opt_.run_dir + "/checkpoints") : std::nullopt;
-    if (opt_.resume == "latest" && !latest) {
-      if (!f) f = start_loader(std::nullopt);
-      if (events_) {
-        (void)events_->open(device_ ? open_metadata() : json::object());
-        (void)events_->warning(
-            std::nullopt, "W-RESUME-NONE",
-            "--resume latest: no checkpoint yet in " + opt_.run_dir + "; starting from step 0");
-      }
+    if (resume_from.empty()) {
+      f = start_loader(std::nullopt);
+      (void)events_->open(device_ ? open_metadata() : json::object());
+      (void)events_->warning(
+          std::nullopt, "W-RESUME-NONE",
+          "--resume latest: no checkpoint yet in " + opt_.run_dir + "; starting from step 0");
     } else {
-      f = resume(opt_.resume == "latest" ? latest->path : opt_.resume);
-      resumed_from = json{{"step", step_}, {"checkpoint", opt_.resume}};
+      f = resume(resume_from);
+      json resumed_from = {{"step", step_}, {"checkpoint", resume_from}};
+      if (opt_.allow_changed) resumed_from["allow_changed"] = true;
       if (!f) (void)events_->open(open_metadata(), resumed_from);
     }
   } else if (!f) {
@@ -658,6 +737,8 @@ int Trainer::run() {
             Failure{"E-NONFINITE", std::to_string(skips_in_row_) + " non-finite steps in a row"});
     } else {
       skips_in_row_ = 0;
+      if (diagnostics_due())
+        if (Maybe e = run_diagnostics()) return finish("failed", 3, e);
       for (auto& [path, slot] : params_)
         if (slot.spare.handle()) slot.swap();
       for (auto& [name, slot] : states_) slot.swap();
@@ -685,9 +766,12 @@ int Trainer::run() {
   }
   if (step_ == steps_ || stop) {
     if (stop)
-      for (const runfile::EvalPass& pass : run_.evals)
-        if (pass.decl.at_end)
+      for (const runfile::EvalPass& pass : run_.evals) {
+        auto last = last_eval_step_.find(pass.decl.name);
+        bool done_here = last != last_eval_step_.end() && last->second == step_;
+        if (pass.decl.at_end && !done_here)
           if (Maybe e = evaluate(pass)) return finish("failed", 3, e);
+      }
     if (run_.run.checkpoint_at_end)
       if (Maybe e = checkpoint()) return finish("failed", 3, e);
   }

@@ -27,6 +27,7 @@ struct RunOptions {
   bool json = false;               // events on standard output, one per line
   bool quiet = false;              // nothing on standard error but errors
   std::vector<std::string> sinks;  // NAME[:ARG]
+  std::vector<std::string> diags;  // --diag NAME: sampled besides defrun's :diagnostics
   std::vector<std::string> argv;   // the command line, for open and the resume command
   nlohmann::json selection;        // {"variants", "knobs": {...}, "slug"}
   std::string file_text;           // the run file's text, copied into the run dir

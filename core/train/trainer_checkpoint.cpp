@@ -46,7 +46,7 @@ Maybe Trainer::checkpoint() {
   content.state = {{"loaders", {{run_.train_loader, prefetch_->save()}}},
                    {"rng", {{"seed", seed_}}},
                    {"counters", {{"epoch", epoch_}, {"examples", examples_}, {"tokens", tokens_}}},
-                   {"latest", latest_},
+                   {"metrics", latest_},
                    {"summary", summary_.to_json()},
                    {"target", target},
                    {"skipped", skipped_total_},
@@ -68,9 +68,24 @@ Maybe Trainer::checkpoint() {
   return std::nullopt;
 }
 
-Maybe Trainer::resume(const std::string& which) {
+Maybe Trainer::check_resume(std::string& dir_out) {
+  dir_out.clear();
+  std::string which = opt_.resume;
+  if (which == "latest") {
+    std::optional<run::CheckpointInfo> latest = run::find_latest(opt_.run_dir + "/checkpoints");
+    if (!latest) return std::nullopt;  // starts at step 0, and says so
+    which = latest->path;
+  }
   ir::Result<std::string> dir = run::resolve_checkpoint(which);
   if (!dir) return Failure{"E-IO", dir.error()};
+  // Every byte is checked against checksums.json before it is trusted.
+  std::vector<std::string> problems = run::verify_checkpoint(*dir);
+  if (!problems.empty())
+    return Failure{"E-IO",
+                   "checkpoint " + *dir + " is damaged: " + problems.front() +
+                       (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) +
+                                                  " more; sexpgpu checkpoint verify lists them)"
+                                            : "")};
   ir::Result<run::Checkpoint> ck = run::load_checkpoint(*dir);
   if (!ck) return Failure{"E-IO", ck.error()};
   const json& st = ck->state;
@@ -85,6 +100,15 @@ Maybe Trainer::resume(const std::string& which) {
                    "checkpoint " + *dir + " was written by another run: " + what +
                        " changed; resume with --allow-changed to continue anyway"};
   }
+  dir_out = *dir;
+  return std::nullopt;
+}
+
+Maybe Trainer::resume(const std::string& checkpoint_dir) {
+  const std::string* dir = &checkpoint_dir;
+  ir::Result<run::Checkpoint> ck = run::load_checkpoint(checkpoint_dir);
+  if (!ck) return Failure{"E-IO", ck.error()};
+  const json& st = ck->state;
   auto restore = [&](const run::SafetensorsFile& file, const std::string& name,
                      const ir::TensorType& type, const Buffer& into) -> Maybe {
     const run::TensorEntry* t = file.find(name);
@@ -108,7 +132,7 @@ Maybe Trainer::resume(const std::string& which) {
   epoch_ = counters.value("epoch", int64_t(0));
   examples_ = counters.value("examples", int64_t(0));
   tokens_ = counters.value("tokens", int64_t(0));
-  const json latest = st.value("latest", json::object());
+  const json latest = st.value("metrics", json::object());
   for (auto& [k, v] : latest.items()) latest_[k] = v.is_number() ? v.get<double>() : std::nan("");
   if (ir::Result<run::RunSummary> s =
           run::RunSummary::from_json(st.value("summary", json::object())))

@@ -20,6 +20,7 @@ bool Trainer::target_check(const std::string& metric, double value) {
 
 Maybe Trainer::evaluate(const runfile::EvalPass& pass) {
   auto t0 = std::chrono::steady_clock::now();
+  last_eval_step_[pass.decl.name] = step_;
   (void)status_->set_state("evaluating");
   const runfile::LoaderDecl* decl = loaders_.find(pass.decl.loader);
   data::LoaderOptions o = decl->options;

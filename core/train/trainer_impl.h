@@ -83,13 +83,22 @@ class Trainer {
   Maybe after_step(bool& stop);
   int finish(const std::string& state, int exit_code, const Maybe& error);
 
+  // Diagnostics (trainer_diag.cpp): on a sampled step, after the update is
+  // computed into the spare buffers and before they are swapped in, so
+  // both the old and the new parameters are there.
+  bool diagnostics_due() const;
+  Maybe run_diagnostics();
+
   // Evaluation (trainer_eval.cpp).
   Maybe evaluate(const runfile::EvalPass& pass);
   bool target_check(const std::string& metric, double value);
 
   // Checkpoints (trainer_checkpoint.cpp).
   Maybe checkpoint();
-  Maybe resume(const std::string& which);
+  // Before anything is written: the checkpoint --resume names (empty when
+  // `latest` finds none), its checksums, and whether this run may continue it.
+  Maybe check_resume(std::string& checkpoint_dir);
+  Maybe resume(const std::string& checkpoint_dir);
   Maybe download(const Buffer& b, std::vector<std::byte>& out);
 
   const runfile::CompiledRun& run_;
@@ -104,6 +113,18 @@ class Trainer {
   std::map<std::string, Buffer> grads_, ctx_;
   Buffer rng_;
 
+  // --sink NAME[:ARG]: sink plugins that receive every event line; opened
+  // with the open event, closed after the close event.
+  struct SinkConnection {
+    std::string name, arg;
+    const sg_sink_api* api = nullptr;
+    sg_sink* sink = nullptr;
+  };
+  std::vector<SinkConnection> sinks_;
+  Maybe find_sinks();
+  void feed_sinks(const std::string& line);
+  void close_sinks();
+
   std::optional<run::EventLog> events_;
   std::optional<run::StatusFile> status_;
   std::unique_ptr<data::Prefetcher> prefetch_;
@@ -114,7 +135,8 @@ class Trainer {
   int64_t skips_in_row_ = 0, skipped_total_ = 0;
   size_t stage_ = 0;  // the curriculum stage (0 without one)
   int64_t epoch_ = 0, examples_ = 0, tokens_ = 0;
-  std::map<std::string, double> latest_;  // every series' latest value, for ctx and status
+  std::map<std::string, double> latest_;           // every series' latest value, for ctx and status
+  std::map<std::string, int64_t> last_eval_step_;  // pass name -> step of its latest run
   run::RunSummary summary_;
   std::optional<run::Target> target_;
   bool target_stop_ = false;
@@ -125,6 +147,15 @@ class Trainer {
   double interval_ms_ = 0;
   int64_t interval_steps_ = 0, interval_examples_ = 0, interval_tokens_ = 0;
   bool progress_tty_ = false;
+
+  // ---- diagnostics' own state (trainer_diag.cpp) ----
+  // Last, so the programs and buffers go before the device that made them.
+  struct DiagRuntime;                  // the selected diagnostics' programs and buffers
+  std::shared_ptr<DiagRuntime> diag_;  // made at the first finite step that has a selection
+  int64_t last_batch_rows_ = 0;        // the rows of the step's last microbatch (train_step)
+  Maybe prepare_diagnostics();
+  Maybe run_diag_program(Bound& program, int64_t rows);
+  // ---- end of the diagnostics' state ----
 };
 
 }  // namespace sexpgpu::train

@@ -11,7 +11,7 @@ ThreadPool& ThreadPool::instance() {
 }
 
 ThreadPool::ThreadPool(int workers) {
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i] { work(i + 1); });
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { work(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -23,6 +23,12 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
+// Tasks are claimed, not assigned: the caller works through them too, and
+// waits only for the tasks workers have already started. On a busy machine
+// a worker may not be scheduled for milliseconds; with fixed assignment
+// every parallel kernel waited that long for it (a training step of a few
+// hundred kernels took 100 times its CPU time), now the caller just does
+// that worker's share.
 void ThreadPool::run(int n, const std::function<void(int)>& task) {
   n = std::min(n, size());
   if (n <= 1) {
@@ -34,31 +40,38 @@ void ThreadPool::run(int n, const std::function<void(int)>& task) {
     std::lock_guard<std::mutex> lock(mutex_);
     task_ = &task;
     tasks_ = n;
-    pending_ = n - 1;
+    next_ = 0;
+    running_ = 0;
     ++generation_;
   }
   wake_.notify_all();
-  task(0);
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [this] { return pending_ == 0; });
+  while (next_ < tasks_) {
+    int i = next_++;
+    lock.unlock();
+    task(i);
+    lock.lock();
+  }
+  done_.wait(lock, [this] { return running_ == 0; });
   task_ = nullptr;
 }
 
-void ThreadPool::work(int index) {
+void ThreadPool::work() {
   unsigned seen = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    const std::function<void(int)>* task;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      if (index >= tasks_) continue;  // this run needs fewer threads
-      task = task_;
+    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) return;
+    seen = generation_;
+    while (next_ < tasks_) {
+      int i = next_++;
+      ++running_;
+      const std::function<void(int)>* task = task_;
+      lock.unlock();
+      (*task)(i);
+      lock.lock();
+      if (--running_ == 0) done_.notify_one();
     }
-    (*task)(index);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--pending_ == 0) done_.notify_one();
   }
 }
 

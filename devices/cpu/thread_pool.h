@@ -26,20 +26,22 @@ class ThreadPool {
   // Threads available to one run(): the workers plus the caller.
   int size() const { return int(workers_.size()) + 1; }
 
-  // Calls task(i) for i in [0, n), n <= size(), on n threads (the caller
-  // takes i = 0) and returns when every call has returned. Runs from
-  // different threads take turns.
+  // Calls task(i) once for each i in [0, n), n <= size(), on up to n
+  // threads (the caller among them; any thread may take any i), and returns
+  // when every call has returned. Runs from different threads take turns.
   void run(int n, const std::function<void(int)>& task);
 
  private:
-  void work(int index);
+  void work();
 
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // one run at a time
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int)>* task_ = nullptr;
-  int tasks_ = 0, pending_ = 0;
+  int tasks_ = 0;    // task indices of the current run
+  int next_ = 0;     // the next index to claim
+  int running_ = 0;  // claimed by workers and not yet returned
   unsigned generation_ = 0;
   bool stop_ = false;
 };

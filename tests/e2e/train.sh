@@ -52,6 +52,17 @@ expect run-fresh 0 $?
 expect run-json 0 $?
 check run-json-close '.[-1].kind == "close" and .[-1].state == "finished"' <(jq -s . "$TMP/out")
 
+# --sink: the jsonl plugin's copy equals events.jsonl; the csv plugin writes
+# steps.csv; a sink that is not there stops the run before it starts.
+"$BIN" run "$SRC/examples/smallest.lisp" --quiet --steps 30 --out "$TMP/sink" \
+  --sink "jsonl:$TMP/copy.jsonl" --sink csv >"$TMP/out" 2>"$TMP/err"
+expect sink-runs 0 $?
+cmp -s "$TMP/sink/events.jsonl" "$TMP/copy.jsonl" && echo "ok   sink-jsonl-copy" ||
+  { echo "FAIL sink-jsonl-copy: the copy differs"; fail=$((fail + 1)); }
+expect sink-csv 0 0 "^step,time," "$TMP/sink/steps.csv"
+"$BIN" run "$SRC/examples/smallest.lisp" --quiet --steps 3 --out "$TMP/nosink" --sink no-such-sink >"$TMP/out" 2>"$TMP/err"
+expect sink-missing 3 $? "E-IO" "$TMP/err"
+
 # Resume after SIGKILL at a random moment: the same bytes as a run never stopped.
 FILE=$SRC/tests/e2e/runs/resume.lisp
 "$BIN" run "$FILE" --quiet --out "$TMP/a" >"$TMP/out" 2>"$TMP/err"

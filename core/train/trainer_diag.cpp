@@ -1,0 +1,196 @@
+// Diagnostics on sampled steps (trainer_impl.h; runfile/diagnostics.h for
+// what the functions compute). Nothing is compiled or allocated for a
+// diagnostic until it is selected: the first finite step with a selection
+// compiles the selected ones (and the forward pass when one is over
+// activations) and checks their reducer plugins; a sampled step then runs
+// them between the update and the swap, and reports one diag event each.
+#include "ir/json.h"
+#include "ir/passes.h"
+#include "runfile/diagnostics.h"
+#include "train/trainer_impl.h"
+
+namespace sexpgpu::train {
+
+using nlohmann::json;
+using runfile::DiagnosticPlan;
+
+struct Trainer::DiagRuntime {
+  std::vector<const runfile::Diagnostic*> selected;
+  bool activations = false;                 // a selected one reads probes
+  std::map<std::string, Bound> programs;    // by function name
+  std::map<int64_t, std::string> forwards;  // diag:forward by train batch rows
+};
+
+namespace {
+
+// Sampled: after the first step, every `every` steps, and after the last.
+bool sampled(int64_t done, int64_t every, int64_t steps) {
+  return done == 1 || done % every == 0 || done == steps;
+}
+
+std::vector<std::string> selected_names(const runfile::RunDecl& run,
+                                        const std::vector<std::string>& flags) {
+  std::vector<std::string> out;
+  for (const std::vector<std::string>* list : {&run.diagnostics_select, &flags})
+    for (const std::string& n : *list)
+      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
+}
+
+// The plan's functions `fns`, optimized as compile_run optimizes the run's.
+ir::Result<ir::Module> optimized(const DiagnosticPlan& plan, const std::vector<std::string>& fns) {
+  ir::Module module;
+  module.files = plan.module.files;
+  module.params = plan.module.params;
+  for (const std::string& name : fns) {
+    module.functions.push_back(*plan.module.find(name));
+    if (std::string e = ir::optimize(module, module.functions.back()); !e.empty())
+      return ir::Result<ir::Module>::failure(name + ": " + e);
+  }
+  return module;
+}
+
+std::string core_reducer_list() {
+  std::string out;
+  for (const std::string& r : runfile::core_reducers()) out += (out.empty() ? "" : " ") + r;
+  return out;
+}
+
+}  // namespace
+
+bool Trainer::diagnostics_due() const {
+  if (!run_.diagnostics) return false;
+  if (!diag_) return !run_.run.diagnostics_select.empty() || !opt_.diags.empty();
+  return !diag_->selected.empty() && sampled(step_ + 1, run_.run.diagnostics_every, steps_);
+}
+
+Maybe Trainer::prepare_diagnostics() {
+  const DiagnosticPlan& plan = *run_.diagnostics;
+  auto rt = std::make_shared<DiagRuntime>();
+  for (const std::string& name : selected_names(run_.run, opt_.diags)) {
+    const runfile::Diagnostic* d = plan.find(name);
+    if (!d)
+      return Failure{"E-RUN-KEY",
+                     "no diagnostic named '" + name + "'; the diagnostics are: " + plan.names()};
+    for (const std::string& r : d->plugin_reducers)
+      if (!plugins_.reducer(r))
+        return Failure{"E-DIAG-REDUCER", "diagnostic " + name + " reduces with '" + r +
+                                             "', which is neither a core reducer (" +
+                                             core_reducer_list() +
+                                             ") nor a loaded reducer plugin (sexpgpu doctor "
+                                             "lists the plugins)"};
+    rt->selected.push_back(d);
+    if (d->over_activations && !plan.forwards.empty()) rt->activations = true;
+  }
+  std::vector<std::string> fns;
+  for (const runfile::Diagnostic* d : rt->selected)
+    for (const runfile::DiagFunction& f : d->fns) fns.push_back(f.fn);
+  if (rt->activations)
+    for (const runfile::SizedFunction& f : plan.forwards) {
+      fns.push_back(f.fn);
+      rt->forwards[f.rows] = f.fn;
+    }
+  ir::Result<ir::Module> module = optimized(plan, fns);
+  if (!module)  // a pass broke the IR: a bug in SexpGPU, not in the file
+    return Failure{
+        "E-UNSUPPORTED",
+        "internal error, please report: the diagnostics' IR does not verify: " + module.error()};
+  std::string ir_json = ir::to_json(*module).dump();
+  auto compile = [&](const ir::Function& fn) -> Maybe {
+    ir::Result<std::unique_ptr<Program>> p = device_->compile(ir_json, fn);
+    if (!p) return Failure{"E-DEVICE", p.error()};
+    Bound& bound = rt->programs[fn.name];
+    bound.program = std::move(p).value();
+    for (const ir::Output& o : fn.outputs) {
+      ir::Result<Buffer> b = device_->alloc(fn.type(o.node));
+      if (!b) return Failure{"E-DEVICE", b.error()};
+      bound.own[o.name] = std::move(b).value();
+    }
+    // A ctx key only a diagnostic reads gets its buffer here; set_ctx fills it.
+    for (ir::NodeId id : fn.inputs)
+      if (auto key = runfile::ctx_key_of_input(fn.node(id).attrs.name.value_or("")))
+        if (!ctx_.count(*key)) {
+          ir::Result<Buffer> b = device_->alloc(fn.node(id).type);
+          if (!b) return Failure{"E-DEVICE", b.error()};
+          ctx_[*key] = std::move(b).value();
+        }
+    return std::nullopt;
+  };
+  for (const ir::Function& fn : module->functions)
+    if (Maybe e = compile(fn)) return e;
+  diag_ = std::move(rt);
+  return std::nullopt;
+}
+
+// Binds a diagnostic function's inputs by name (diagnostics.h) and runs it.
+Maybe Trainer::run_diag_program(Bound& program, int64_t rows) {
+  const ir::Function& fn = program.program->function();
+  const bool summed = run_.run.microbatches > 1;
+  std::vector<sg_buffer*> in, out;
+  for (ir::NodeId id : fn.inputs) {
+    const ir::Node& n = fn.node(id);
+    const std::string& s = *n.attrs.name;
+    auto after = [&](size_t prefix) { return s.substr(prefix); };
+    const Buffer* b = nullptr;
+    if (n.op == ir::Op::Param)
+      b = &params_.at(s).current;
+    else if (s == "rng")
+      b = &rng_;
+    else if (auto key = runfile::ctx_key_of_input(s))
+      b = &ctx_.at(*key);
+    else if (s.rfind("grad:", 0) == 0)
+      b = summed ? &acc_.at(after(5)).current : &grads_.at(after(5));
+    else if (s.rfind("new:", 0) == 0)
+      b = &params_.at(after(4)).spare;
+    else if (s.rfind("state:", 0) == 0)
+      b = &states_.at(after(6)).spare;
+    else if (s.rfind("batch:", 0) == 0)
+      b = &programs_.at(train_fn_for(rows)).own.at(s);
+    else
+      b = &diag_->programs.at(diag_->forwards.at(rows)).own.at(s);  // probe:NAME
+    in.push_back(b->handle());
+  }
+  for (const ir::Output& o : fn.outputs) out.push_back(program.own.at(o.name).handle());
+  if (std::string e = device_->run(*program.program, in, out); !e.empty())
+    return Failure{"E-DEVICE", e};
+  return std::nullopt;
+}
+
+Maybe Trainer::run_diagnostics() {
+  if (!diag_)
+    if (Maybe f = prepare_diagnostics()) return f;
+  const int64_t done = step_ + 1;
+  if (diag_->selected.empty() || !sampled(done, run_.run.diagnostics_every, steps_))
+    return std::nullopt;
+  // The rows of the train function the last microbatch ran (as train_fn_for picks it).
+  int64_t rows = run_.train_fns.front().rows;
+  for (const runfile::SizedFunction& f : run_.train_fns)
+    if (f.rows == last_batch_rows_) rows = f.rows;
+  // The forward pass sees what the last microbatch saw: its ctx and random draws.
+  if (Maybe f = set_ctx(run_.run.microbatches - 1)) return f;
+  if (diag_->activations)
+    if (Maybe f = run_diag_program(diag_->programs.at(diag_->forwards.at(rows)), rows)) return f;
+  auto reducers = [&](const std::string& name) { return plugins_.reducer(name); };
+  for (const runfile::Diagnostic* d : diag_->selected) {
+    json values = json::object();
+    for (const runfile::DiagFunction& f : d->fns) {
+      if (f.rows != 0 && f.rows != rows) continue;
+      Bound& program = diag_->programs.at(f.fn);
+      if (Maybe e = run_diag_program(program, rows)) return e;
+      if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+      runfile::DiagDownloads downloads;
+      for (auto& [name, buffer] : program.own) {
+        std::vector<float>& v = downloads[name];
+        v.resize(size_t(buffer.type().shape.numel().value_or(0)));
+        if (std::string e = device_->download(buffer, v.data(), buffer.bytes()); !e.empty())
+          return Failure{"E-DEVICE", e};
+      }
+      if (std::string e = runfile::add_diag_values(f, downloads, reducers, values); !e.empty())
+        return Failure{"E-DIAG-REDUCER", "diagnostic " + d->name + ": " + e};
+    }
+    (void)events_->diag(done, d->name, values);
+  }
+  return std::nullopt;
+}
+
+}  // namespace sexpgpu::train
