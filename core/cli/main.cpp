@@ -73,8 +73,10 @@ void set_command_line(int argc, char** argv) {
   g_command_line.assign(argv, argv + argc);
 }
 
+// no-color.org: NO_COLOR set to a non-empty value turns colours off.
 static bool no_color() {
-  return std::getenv("NO_COLOR") != nullptr;
+  const char* v = std::getenv("NO_COLOR");
+  return v != nullptr && *v != '\0';
 }
 bool use_color_stderr() {
   return !no_color() && isatty(2);
