@@ -63,6 +63,33 @@ expect sink-csv 0 0 "^step,time," "$TMP/sink/steps.csv"
 "$BIN" run "$SRC/examples/smallest.lisp" --quiet --steps 3 --out "$TMP/nosink" --sink no-such-sink >"$TMP/out" 2>"$TMP/err"
 expect sink-missing 3 $? "E-IO" "$TMP/err"
 
+# Microbatches average gradients: two microbatches of 16 train like one
+# batch of 32 (same examples, no shuffle), up to float rounding.
+cat >"$TMP/micro.lisp" <<'LISP'
+(require "sexpgpu/nn")
+(require "sexpgpu/optim")
+(defknob batch 32 :type integer)
+(defknob micro 1 :type integer)
+(defloader train :source (synthetic :regression :features 8 :examples 1024 :seed 1) :batch batch)
+(defmodel net (x) (nn:linear (tanh (nn:linear x 16 :name "h")) 1 :name "out"))
+(defun objective (batch ctx) (mse (net (getf batch :x)) (getf batch :y)))
+(defun optimizer () (optim:sgd :lr 0.05 :momentum 0.9))
+(defrun :steps 20 :microbatches micro :log-every 1 :clip-norm 5.0)
+LISP
+"$BIN" run "$TMP/micro.lisp" --quiet --out "$TMP/m1" >"$TMP/out" 2>"$TMP/err"
+expect micro-one 0 $?
+"$BIN" run "$TMP/micro.lisp" --quiet --out "$TMP/m2" --set batch=16 --set micro=2 >"$TMP/out" 2>"$TMP/err"
+expect micro-two 0 $?
+losses() { jq -r 'select(.kind == "step") | .metrics["train/loss"]' "$1"; }
+if paste <(losses "$TMP/m1/events.jsonl") <(losses "$TMP/m2/events.jsonl") |
+   awk 'function abs(x) { return x < 0 ? -x : x }
+        { n++; if (abs($1 - $2) > 1e-5 * abs($1) + 1e-7) bad++ }
+        END { exit !(n == 20 && bad == 0) }'; then
+  echo "ok   micro-same-losses"
+else
+  echo "FAIL micro-same-losses: losses differ beyond 1e-5 relative"; fail=$((fail + 1))
+fi
+
 # Resume after SIGKILL at a random moment: the same bytes as a run never stopped.
 FILE=$SRC/tests/e2e/runs/resume.lisp
 "$BIN" run "$FILE" --quiet --out "$TMP/a" >"$TMP/out" 2>"$TMP/err"
