@@ -26,6 +26,10 @@ ratio = PyTorch's ms per step over ours: above 1, SexpGPU is faster.
 Each side runs in its own process with OPENBLAS_NUM_THREADS and
 OMP_NUM_THREADS set to the thread count (torch.set_num_threads alone leaves
 Debian's PyTorch two OpenBLAS threads); ours also gets --threads.
+--ours-blas-threads and --torch-blas-threads set OPENBLAS_NUM_THREADS apart:
+at 2 threads PyTorch is far faster with 1 OpenBLAS thread (its OpenMP and
+OpenBLAS workers otherwise fight over the two cores), so a fair 2-thread
+comparison reports that configuration too (bench/RESULTS.md).
 Honest numbers need a quiet machine: before each run the script waits (up
 to --max-wait seconds) until other processes use less than --max-busy cores
 (from /proc/stat over two idle seconds), and it measures what they used
@@ -308,12 +312,14 @@ def peer_main(args):
     return 0
 
 
-def theirs(work, threads, steps, warmup, foreach):
+def theirs(work, threads, steps, warmup, foreach, blas_threads):
     cmd = [sys.executable, os.path.abspath(__file__), "--peer", work, "--threads", str(threads),
            "--steps", str(steps), "--warmup", str(warmup)]
     if foreach:
         cmd.append("--foreach")
-    res, wall, user, sys_, others = run_measured(cmd, thread_env(threads))
+    env = thread_env(threads)
+    env["OPENBLAS_NUM_THREADS"] = str(blas_threads)
+    res, wall, user, sys_, others = run_measured(cmd, env)
     lines = res.stdout.strip().splitlines()
     out = json.loads(lines[-1]) if lines else {"error": res.stderr[-2000:]}
     if res.returncode != 0 or "error" in out:
@@ -343,6 +349,9 @@ def main():
                     help="steps left out of the timing (the first log interval of both files)")
     ap.add_argument("--ours-blas-threads", type=int,
                     help="OPENBLAS_NUM_THREADS for sexpgpu (default: the thread count)")
+    ap.add_argument("--torch-blas-threads", type=int,
+                    help="OPENBLAS_NUM_THREADS for PyTorch (default: the thread count; 1 with "
+                    "2 threads avoids OpenMP and OpenBLAS workers fighting over the cores)")
     ap.add_argument("--foreach", action="store_true",
                     help="PyTorch's AdamW with foreach=True (1.13's default on CPU is False)")
     ap.add_argument("--max-busy", type=float, default=0.3,
@@ -359,8 +368,8 @@ def main():
 
     version = torch_version()
     if version is None:
-        print(f"PyTorch is not installed for {sys.executable} (Debian: apt install python3-torch);"
-              " nothing to compare with", file=sys.stderr)
+        print(f"PyTorch is not installed for {sys.executable}: nothing to compare with (Debian's "
+              "python3-torch is for /usr/bin/python3)", file=sys.stderr)
         return 2
     if not os.access(args.binary, os.X_OK):
         print(f"{args.binary}: no such executable (give the sexpgpu binary)", file=sys.stderr)
@@ -397,7 +406,8 @@ def main():
                 a_runs.append(measure(f"{work} {threads}t sexpgpu", lambda: ours(
                     args.binary, work, threads, steps[work], args.warmup, blas)))
                 b_runs.append(measure(f"{work} {threads}t torch", lambda: theirs(
-                    work, threads, steps[work], args.warmup, args.foreach)))
+                    work, threads, steps[work], args.warmup, args.foreach,
+                    args.torch_blas_threads or threads)))
             a = statistics.median(r["ms"] for r in a_runs)
             b = statistics.median(r["ms"] for r in b_runs)
             rows.append((work, threads, spec, a, b, a_runs, b_runs))
