@@ -39,5 +39,28 @@ rc=$?
 if [ "$rc" -eq 0 ]; then echo "ok   gpt2 small-test"; else
   echo "FAIL gpt2 small-test: exit $rc"; cat "$TMP/out"; fail=$((fail + 1)); fi
 
+# mlp's quick variant: one epoch of Fashion-MNIST reaches 0.80 test accuracy.
+"$BIN" run "$SRC/examples/mlp.lisp" --variant quick --quiet --out "$TMP/mlp" >"$TMP/out" 2>&1
+rc=$?
+acc=$(jq -r '.summary.final["test/acc"]' "$TMP/mlp/status.json" 2>/dev/null)
+if [ "$rc" -eq 0 ] && jq -e '.summary.final["test/acc"] >= 0.80' "$TMP/mlp/status.json" >/dev/null 2>&1; then
+  echo "ok   mlp quick: test/acc $acc"
+else
+  echo "FAIL mlp quick: exit $rc, test/acc $acc"; cat "$TMP/out"; fail=$((fail + 1))
+fi
+
+# The convnet and the Muon run train (a few steps each: the full runs are
+# minutes on a CPU; bench/RESULTS.md and docs record what they reach).
+for run in "convnet.lisp --variant quick --steps 40" "muon.lisp --steps 30"; do
+  set -- $run
+  "$BIN" run "$SRC/examples/$@" --quiet --out "$TMP/${1%.lisp}" >"$TMP/out" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ] && jq -e '.state == "finished"' "$TMP/${1%.lisp}/status.json" >/dev/null 2>&1; then
+    echo "ok   $run"
+  else
+    echo "FAIL $run: exit $rc"; cat "$TMP/out"; fail=$((fail + 1))
+  fi
+done
+
 echo "$fail failures"
 exit $((fail > 0))
