@@ -1,22 +1,9 @@
 // Device, Buffer and Program over sg_device_api (device.h).
 #include "train/device.h"
 
-namespace sexpgpu::train {
+#include "host/abi_dtype.h"
 
-sg_dtype abi_dtype(ir::DType d) {
-  switch (d) {
-    case ir::DType::F32: return SG_DTYPE_F32;
-    case ir::DType::BF16: return SG_DTYPE_BF16;
-    case ir::DType::F16: return SG_DTYPE_F16;
-    case ir::DType::F64: return SG_DTYPE_F64;
-    case ir::DType::I32: return SG_DTYPE_I32;
-    case ir::DType::I64: return SG_DTYPE_I64;
-    case ir::DType::U8: return SG_DTYPE_U8;
-    case ir::DType::U16: return SG_DTYPE_U16;
-    case ir::DType::Bool: return SG_DTYPE_BOOL;
-  }
-  return SG_DTYPE_F32;
-}
+namespace sexpgpu::train {
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
@@ -74,8 +61,8 @@ std::string Device::take(sg_error* e, const char* call) {
 ir::Result<Buffer> Device::alloc(const ir::TensorType& type) {
   sg_buffer* b = nullptr;
   auto dims = type.shape.dims();
-  std::string e =
-      take(api_->alloc(device_, abi_dtype(type.dtype), dims.data(), dims.size(), &b), "alloc");
+  std::string e = take(
+      api_->alloc(device_, host::abi_dtype(type.dtype), dims.data(), dims.size(), &b), "alloc");
   if (!e.empty()) return ir::Result<Buffer>::failure(e);
   return Buffer(this, b, type);
 }

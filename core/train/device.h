@@ -15,9 +15,6 @@
 
 namespace sexpgpu::train {
 
-// sg_dtype of an IR dtype (the ABI numbers them its own way).
-sg_dtype abi_dtype(ir::DType d);
-
 class Device;
 
 // A buffer on the device, freed with it.

@@ -246,15 +246,23 @@ Maybe Trainer::initialise() {
   return std::nullopt;
 }
 
-Maybe Trainer::start_loader(std::optional<json> saved) {
-  const runfile::LoaderDecl* decl = loaders_.find(run_.train_loader);
-  data::LoaderOptions o = decl->options;
-  if (!decl->has_seed) o.seed = uint64_t(seed_);
-  ir::Result<data::Loader> loader = data::Loader::create(decl->source, o);
+// A loader of the file at its start, seeded by the run unless it has its
+// own :seed, in the current stage.
+Maybe Trainer::make_loader(const runfile::LoaderDecl& decl, std::optional<data::Loader>& out) {
+  data::LoaderOptions o = decl.options;
+  if (!decl.has_seed) o.seed = uint64_t(seed_);
+  ir::Result<data::Loader> loader = data::Loader::create(decl.source, o);
   if (!loader) return Failure{"E-LOADER-SOURCE", loader.error()};
-  data::Loader l = std::move(loader).value();
-  if (data::Status st = l.apply_stage(overrides_for(*decl)); !st)
+  out.emplace(std::move(loader).value());
+  if (data::Status st = out->apply_stage(overrides_for(decl)); !st)
     return Failure{"E-LOADER-SOURCE", st.error()};
+  return std::nullopt;
+}
+
+Maybe Trainer::start_loader(std::optional<json> saved) {
+  std::optional<data::Loader> made;
+  if (Maybe f = make_loader(*loaders_.find(run_.train_loader), made)) return f;
+  data::Loader& l = *made;
   if (saved)
     if (data::Status s = l.restore(*saved); !s) return Failure{"E-RESUME-MISMATCH", s.error()};
   prefetch_ = std::make_unique<data::Prefetcher>(std::move(l), 4);

@@ -22,14 +22,9 @@ Maybe Trainer::evaluate(const runfile::EvalPass& pass) {
   auto t0 = std::chrono::steady_clock::now();
   last_eval_step_[pass.decl.name] = step_;
   (void)status_->set_state("evaluating");
-  const runfile::LoaderDecl* decl = loaders_.find(pass.decl.loader);
-  data::LoaderOptions o = decl->options;
-  if (!decl->has_seed) o.seed = uint64_t(seed_);
-  ir::Result<data::Loader> loader = data::Loader::create(decl->source, o);
-  if (!loader) return Failure{"E-LOADER-SOURCE", loader.error()};
-  data::Loader l = std::move(loader).value();
-  if (data::Status st = l.apply_stage(overrides_for(*decl)); !st)
-    return Failure{"E-LOADER-SOURCE", st.error()};
+  std::optional<data::Loader> made;
+  if (Maybe f = make_loader(*loaders_.find(pass.decl.loader), made)) return f;
+  data::Loader& l = *made;
   int64_t batches = pass.decl.batches < 0 ? l.batches_per_epoch() : pass.decl.batches;
   struct Fold {
     double value = 0, weight = 0;

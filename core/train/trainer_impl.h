@@ -63,6 +63,7 @@ class Trainer {
   Maybe compile();
   Maybe allocate();
   Maybe initialise();
+  Maybe make_loader(const runfile::LoaderDecl& decl, std::optional<data::Loader>& out);
   Maybe start_loader(std::optional<nlohmann::json> saved);
   // Curriculum: moves the loaders to stage `index` and reports it.
   Maybe enter_stage(size_t index);

@@ -3,27 +3,13 @@
 
 #include <memory>
 
+#include "host/abi_dtype.h"
 #include "host/plugin_host.h"
 
 namespace conformance {
 
 using sexpgpu::cpu::HostTensor;
 namespace ir = sexpgpu::ir;
-
-sg_dtype abi_dtype(ir::DType d) {
-  switch (d) {
-    case ir::DType::F32: return SG_DTYPE_F32;
-    case ir::DType::BF16: return SG_DTYPE_BF16;
-    case ir::DType::F16: return SG_DTYPE_F16;
-    case ir::DType::F64: return SG_DTYPE_F64;
-    case ir::DType::I32: return SG_DTYPE_I32;
-    case ir::DType::I64: return SG_DTYPE_I64;
-    case ir::DType::U8: return SG_DTYPE_U8;
-    case ir::DType::U16: return SG_DTYPE_U16;
-    case ir::DType::Bool: return SG_DTYPE_BOOL;
-  }
-  return SG_DTYPE_F32;
-}
 
 Device::Device(std::string name, const sg_device_api* api, const std::string& options_json)
     : name_(std::move(name)), api_(api) {
@@ -42,7 +28,8 @@ std::string Device::take(sg_error* e) {
 sg_buffer* Device::alloc(const ir::TensorType& type, std::string& error) {
   sg_buffer* b = nullptr;
   auto dims = type.shape.dims();
-  error = take(api_->alloc(device_, abi_dtype(type.dtype), dims.data(), dims.size(), &b));
+  error = take(
+      api_->alloc(device_, sexpgpu::host::abi_dtype(type.dtype), dims.data(), dims.size(), &b));
   return b;
 }
 

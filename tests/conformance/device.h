@@ -41,7 +41,4 @@ class Device {
   std::string error_;
 };
 
-// sg_dtype of an IR dtype (the ABI numbers them differently).
-sg_dtype abi_dtype(sexpgpu::ir::DType d);
-
 }  // namespace conformance
