@@ -499,6 +499,8 @@ struct SpecialScope {
 // UTF-8 <-> UTF-32 for strings.
 std::u32string utf8_to_u32(std::string_view s);
 std::string u32_to_utf8(std::u32string_view s);
+// Levenshtein distance, for "did you mean" suggestions.
+size_t edit_distance(std::string_view a, std::string_view b);
 std::string upcase_ascii(std::string_view s);
 
 // How messages name a function: "'name'" or "an anonymous function".

@@ -20,6 +20,8 @@ bool is_cl_symbol(const std::string& name) {
                             [](const auto& a, const auto& b) { return std::string_view(a) < std::string_view(b); });
 }
 
+}  // namespace
+
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -34,8 +36,6 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   }
   return row[b.size()];
 }
-
-}  // namespace
 
 // The nearest names in scope to `s` (functions or variables), for the fix line.
 std::string Interp::suggest_names(Symbol* s, Env* env, bool function) {

@@ -150,25 +150,10 @@ void record_module_param(Interp& in, const ParamDecl& d) {
   m.params.push_back(ir::ParamInfo{d.path, d.type, d.trainable});
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t prev = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cur = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      prev = cur;
-    }
-  }
-  return row[b.size()];
-}
-
 [[noreturn]] void unknown_param(Interp& in, const std::string& path, const std::string& what) {
   const Params& ps = state(in).params;
   std::vector<std::pair<size_t, std::string>> near;
-  for (const ParamDecl& d : ps.decls) near.emplace_back(edit_distance(d.path, path), d.path);
+  for (const ParamDecl& d : ps.decls) near.emplace_back(lisp::edit_distance(d.path, path), d.path);
   std::sort(near.begin(), near.end());
   std::string fix;
   for (size_t i = 0; i < near.size() && i < 3; ++i)
