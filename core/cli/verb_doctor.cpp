@@ -94,7 +94,10 @@ void print_human(const json& j) {
   if (j["devices"].empty()) std::cout << "  none: no device plugin loads\n";
   for (const auto& d : j["devices"]) {
     std::cout << "  " << d["plugin"].get<std::string>() << ": ";
-    if (d.contains("probe"))
+    if (d.contains("probe") && !d["ok"].get<bool>())
+      std::cout << "unavailable: " << d["probe"].value("reason", std::string("no reason given"))
+                << "\n";
+    else if (d.contains("probe"))
       std::cout << d["probe"].dump() << "\n";
     else
       std::cout << "error: " << d["error"].get<std::string>() << "\n";

@@ -243,7 +243,9 @@ json report_json(lisp::Session& s, const std::string& file) {
 int add_lowering(json& doc, const runfile::CompiledRun& run, const std::string& spec) {
   size_t colon = spec.find(':');
   std::string name = spec.substr(0, colon);
-  json options = json::object();
+  // "plan": a GPU plugin on a machine without its GPU still plans (for the
+  // GPU it assumes) rather than refusing; the precision decides tf32.
+  json options = {{"plan", true}, {"precision", run.run.precision}};
   if (colon != std::string::npos) {
     try {
       options["ordinal"] = std::stoi(spec.substr(colon + 1));

@@ -142,6 +142,7 @@ void add_run(CLI::App& app, int& exit_code) {
                 : env_device && *env_device ? env_device
                                             : s->compiled->run.device;
     ro.threads = opts->threads;
+    ro.deterministic = opts->deterministic;
     ro.steps = opts->steps;
     ro.seed = opts->seed;
     ro.resume = opts->resume;

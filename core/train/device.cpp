@@ -41,7 +41,10 @@ ir::Result<std::unique_ptr<Device>> Device::open(const host::PluginHost& plugins
   if (std::string e = d->take(api->probe(&probe, &probe_len), "probe"); !e.empty())
     return R::failure(e);
   d->probe_ = nlohmann::json::parse(probe, probe + probe_len, nullptr, false);
-  if (d->probe_.is_object() && d->probe_.value("available", true) == false)
+  // {"plan": true} asks an unavailable device to plan without running
+  // (explain --device cuda where there is no GPU); its open decides.
+  bool plan = options.is_object() && options.value("plan", false);
+  if (!plan && d->probe_.is_object() && d->probe_.value("available", true) == false)
     return R::failure("device " + name + " is not available: " + d->probe_.value("reason", ""));
   std::string opts = options.dump();
   if (std::string e = d->take(api->open(opts.data(), opts.size(), &d->device_), "open"); !e.empty())

@@ -119,16 +119,26 @@ Maybe Trainer::open_outputs() {
   return std::nullopt;
 }
 
+// A device's memory plan that does not fit is E-MEMORY (the plugin's
+// message carries need and have); every other device failure E-DEVICE.
+static const char* device_failure_code(const std::string& message) {
+  return message.find("E-MEMORY") != std::string::npos ? "E-MEMORY" : "E-DEVICE";
+}
+
 Maybe Trainer::open_device() {
+  // What every device is told: the run's precision mode and --deterministic
+  // (the CPU device is deterministic and f32-exact anyway).
+  json common = {{"precision", run_.run.precision}, {"deterministic", opt_.deterministic}};
   std::string name = opt_.device == "auto" ? "cpu" : opt_.device;
   if (opt_.device == "auto" && plugins_.device("cuda")) {
-    json options = {{"ordinal", 0}};
+    json options = common;
+    options["ordinal"] = 0;
     if (ir::Result<std::unique_ptr<Device>> d = Device::open(plugins_, "cuda", options)) {
       device_ = std::move(d).value();
       return std::nullopt;
     }
   }
-  json options = json::object();
+  json options = common;
   if (name == "cpu") options["threads"] = opt_.threads;
   // cuda:N names the plugin and the device's ordinal.
   if (size_t colon = name.find(':'); colon != std::string::npos) {
@@ -147,7 +157,7 @@ Maybe Trainer::open_device() {
 Maybe Trainer::compile() {
   for (const ir::Function& fn : run_.module.functions) {
     ir::Result<std::unique_ptr<Program>> p = device_->compile(ir_json_, fn);
-    if (!p) return Failure{"E-DEVICE", p.error()};
+    if (!p) return Failure{device_failure_code(p.error()), p.error()};
     programs_[fn.name].program = std::move(p).value();
   }
   return std::nullopt;
@@ -156,7 +166,7 @@ Maybe Trainer::compile() {
 Maybe Trainer::allocate() {
   auto alloc = [&](const ir::TensorType& t, Buffer& into) -> Maybe {
     ir::Result<Buffer> b = device_->alloc(t);
-    if (!b) return Failure{"E-DEVICE", b.error()};
+    if (!b) return Failure{device_failure_code(b.error()), b.error()};
     into = std::move(b).value();
     return std::nullopt;
   };

@@ -21,6 +21,7 @@ struct RunOptions {
   std::string slug;
   std::string device = "auto";         // cpu, cuda, cuda:N, auto
   int threads = 0;                     // CPU device threads; 0: every core
+  bool deterministic = false;          // results that repeat bit for bit (GPU devices)
   std::optional<int64_t> steps, seed;  // --steps, --seed
   std::string resume;                  // "", "latest" or a checkpoint path
   bool allow_changed = false;

@@ -75,8 +75,10 @@ std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& 
 }
 
 // The dtype a kernel really computes C in.
-DType widened(DType c, Op op) {
-  if (c == DType::BF16 || c == DType::F16) return DType::F32;
+DType widened(DType c, Op op, const LowerOptions& options) {
+  bool half = c == DType::BF16 || c == DType::F16;
+  if (half && op == Op::MatMul && options.native_half_matmul) return c;
+  if (half) return DType::F32;
   Rule rule = ir::info(op).rule;
   bool float_only = rule == Rule::AxisSameFloat || rule == Rule::CrossEntropy ||
                     rule == Rule::Norm || rule == Rule::Attention || rule == Rule::Pool2d ||
@@ -88,7 +90,7 @@ DType widened(DType c, Op op) {
 
 class Lowerer {
  public:
-  explicit Lowerer(const ir::Function& fn) : fn_(fn) {}
+  Lowerer(const ir::Function& fn, const LowerOptions& options) : fn_(fn), options_(options) {}
 
   Lowered run() {
     for (ir::NodeId id = 0; id < ir::NodeId(fn_.nodes.size()); ++id) lower_node(id);
@@ -123,7 +125,7 @@ class Lowerer {
       out_.of_original.push_back(add(std::move(ln)));
       return;
     }
-    DType compute = widened(spec->dtype, n.op);
+    DType compute = widened(spec->dtype, n.op, options_);
     for (size_t i : spec->value_operands) ln.inputs[i] = as_dtype(ln.inputs[i], compute, -1);
     if (!spec->result_in_compute_dtype || compute == n.type.dtype) {
       out_.of_original.push_back(add(std::move(ln)));
@@ -135,6 +137,7 @@ class Lowerer {
   }
 
   const ir::Function& fn_;
+  const LowerOptions& options_;
   Lowered out_;
   std::map<std::pair<ir::NodeId, DType>, ir::NodeId> casts_;
 };
@@ -154,8 +157,8 @@ bool swaps_last_two(const LoweredNode& n) {
 
 }  // namespace
 
-Lowered lower(const ir::Function& fn) {
-  return Lowerer(fn).run();
+Lowered lower(const ir::Function& fn, const LowerOptions& options) {
+  return Lowerer(fn, options).run();
 }
 
 void fold_transposes(Lowered& lowered) {

@@ -31,7 +31,14 @@ struct Lowered {
   std::vector<ir::NodeId> of_original;  // IR node id -> the lowered node holding its value
 };
 
-Lowered lower(const ir::Function& fn);
+struct LowerOptions {
+  // Matrix products of bf16/f16 keep their dtype (a device whose matrix
+  // units take them and accumulate in f32, as CUDA's do) instead of
+  // computing in f32 and rounding after.
+  bool native_half_matmul = false;
+};
+
+Lowered lower(const ir::Function& fn, const LowerOptions& options = {});
 
 // Points each matmul operand that is a permute swapping only the last two
 // axes at the permute's operand, marking it transposed: gemm reads it

@@ -1,0 +1,212 @@
+// The reductions' factory (ops.def, "Reductions": sum prod max min mean var
+// std logsumexp norm argmax argmin over `axes`, absent: all). It collapses
+// the input's axes into alternating runs of kept and reduced ones and picks
+// the kernel of reduce.cu that reads them best:
+//   - reduced axes trailing (or all): a warp or a block per output, the
+//     sequence contiguous; few long sequences are cut into chunks so that
+//     the whole GPU works on them (a full reduction of a parameter);
+//   - one reduced block followed by kept axes (bias gradients, [N, C] -> [C]):
+//     32 adjacent outputs per block, so every load is coalesced, chunked
+//     down the reduced axis when there are few outputs;
+//   - anything else: a warp per output through precomputed strides.
+// Chunks' partial results live in scratch and are combined in a fixed order
+// by a second kernel, so every result repeats bit for bit.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "geometry.h"
+#include "kernel.h"
+#include "reduce_launch.h"
+
+namespace sexpgpu::cuda {
+namespace {
+
+using ir::DType;
+using ir::Op;
+
+constexpr int64_t kWarpCountLimit = 1024;  // sequences up to this long: a warp each
+constexpr int64_t kMinPerThread = 16;      // a chunk gives each thread at least this many
+constexpr int64_t kMaxSplits = 4096;
+constexpr int64_t kMaxGrid = 2147483647;  // gridDim.x
+// Columns narrower than this waste most of a 32-wide tile: gather them instead.
+constexpr int64_t kMinColumnWidth = 8;
+
+std::optional<ReduceOp> reduce_op_of(Op op) {
+  switch (op) {
+    case Op::Sum: return ReduceOp::Sum;
+    case Op::Prod: return ReduceOp::Prod;
+    case Op::Max: return ReduceOp::Max;
+    case Op::Min: return ReduceOp::Min;
+    case Op::Mean: return ReduceOp::Mean;
+    case Op::Var: return ReduceOp::Var;
+    case Op::Std: return ReduceOp::Std;
+    case Op::LogSumExp: return ReduceOp::LogSumExp;
+    case Op::Norm: return ReduceOp::Norm;
+    case Op::ArgMax: return ReduceOp::ArgMax;
+    case Op::ArgMin: return ReduceOp::ArgMin;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<ReduceType> reduce_type_of(DType d) {
+  switch (d) {
+    case DType::F32: return ReduceType::F32;
+    case DType::F64: return ReduceType::F64;
+    case DType::I32: return ReduceType::I32;
+    case DType::I64: return ReduceType::I64;
+    case DType::U8: return ReduceType::U8;
+    case DType::U16: return ReduceType::U16;
+    default: return std::nullopt;
+  }
+}
+
+bool is_index_op(ReduceOp op) {
+  return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+}
+
+bool needs_float(ReduceOp op) {
+  return op == ReduceOp::Mean || op == ReduceOp::Var || op == ReduceOp::Std ||
+         op == ReduceOp::LogSumExp || op == ReduceOp::Norm;
+}
+
+// Adjacent input axes that are all kept or all reduced.
+struct Run {
+  int64_t size;
+  bool reduced;
+};
+
+// The input's axes as alternating runs: axes of size 1 are dropped (they
+// move no offset) and neighbours of one kind merged (row-major, they index
+// one contiguous range).
+std::vector<Run> runs_of(const ir::Shape& x, const ir::Attrs& attrs) {
+  int64_t rank = x.rank();
+  std::vector<bool> reduced(size_t(rank), !attrs.axes);
+  if (attrs.axes)
+    for (int64_t a : *attrs.axes) reduced[size_t(cpu::norm_axis(a, rank))] = true;
+  std::vector<Run> runs;
+  for (int64_t a = 0; a < rank; ++a) {
+    bool r = reduced[size_t(a)];
+    if (x[a] == 1) continue;
+    if (!runs.empty() && runs.back().reduced == r)
+      runs.back().size *= x[a];
+    else
+      runs.push_back({x[a], r});
+  }
+  return runs;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// How many chunks `blocks` blocks of work should become so that the GPU
+// has about `target` blocks, each thread still reading kMinPerThread.
+int splits_for(int64_t blocks, int64_t target, int64_t count, int64_t threads_per_sequence) {
+  if (blocks >= target) return 1;
+  int64_t want = ceil_div(target, std::max<int64_t>(blocks, 1));
+  int64_t most = ceil_div(count, threads_per_sequence * kMinPerThread);
+  return int(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
+}
+
+// Fills p's layout, outputs, count and split from the runs; "" or why not.
+std::string plan(const std::vector<Run>& runs, int64_t target_blocks, ReduceParams& p) {
+  p.outputs = 1;
+  p.count = 1;
+  int reduced_runs = 0;
+  for (const Run& r : runs) {
+    (r.reduced ? p.count : p.outputs) *= r.size;
+    reduced_runs += r.reduced ? 1 : 0;
+  }
+  int64_t after = 1;  // kept elements after the (single) reduced run
+  for (size_t i = runs.size(); i-- > 0 && !runs[i].reduced;) after *= runs[i].size;
+  if (reduced_runs == 0) {  // nothing to combine: each output is one element
+    p.layout = ReduceLayout::Columns;
+    p.inner = p.outputs;
+  } else if (reduced_runs == 1 && after == 1) {
+    p.layout = ReduceLayout::Rows;
+  } else if (reduced_runs == 1 && after >= kMinColumnWidth) {
+    p.layout = ReduceLayout::Columns;
+    p.inner = after;
+  } else {
+    p.layout = ReduceLayout::Gathered;
+    std::vector<int64_t> strides(runs.size());
+    int64_t stride = 1;
+    for (size_t i = runs.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= runs[i].size;
+    }
+    for (size_t i = 0; i < runs.size(); ++i) {
+      int& rank = runs[i].reduced ? p.reduced_rank : p.kept_rank;
+      if (rank == kReduceMaxRuns) return "more than 8 alternating runs of kept and reduced axes";
+      (runs[i].reduced ? p.reduced_dims : p.kept_dims)[rank] = runs[i].size;
+      (runs[i].reduced ? p.reduced_strides : p.kept_strides)[rank] = strides[i];
+      ++rank;
+    }
+  }
+  if (p.layout == ReduceLayout::Columns) {
+    int64_t tiles = (p.outputs / p.inner) * ceil_div(p.inner, kReduceColumnTile);
+    if (tiles > kMaxGrid) return "too many outputs for one grid";
+    p.splits = splits_for(tiles, target_blocks, p.count, kReduceBlock / kReduceColumnTile);
+  } else {
+    p.threads_per_output = p.count <= kWarpCountLimit ? 32 : kReduceBlock;
+    int64_t per_block = kReduceBlock / p.threads_per_output;
+    if (ceil_div(p.outputs, per_block) > kMaxGrid) return "too many outputs for one grid";
+    p.splits = p.threads_per_output == 32
+                   ? 1
+                   : splits_for(p.outputs, target_blocks, p.count, p.threads_per_output);
+  }
+  return "";
+}
+
+const char* layout_name(ReduceLayout layout) {
+  switch (layout) {
+    case ReduceLayout::Rows: return "rows";
+    case ReduceLayout::Columns: return "columns";
+    case ReduceLayout::Gathered: return "gathered";
+  }
+  return "";
+}
+
+}  // namespace
+
+KernelResult make_reduce_kernel(const KernelRequest& r) {
+  std::optional<ReduceOp> op = reduce_op_of(r.op);
+  if (!op) return no_kernel(r, "not a reduction");
+  std::optional<ReduceType> type = reduce_type_of(r.inputs[0].dtype);
+  if (!type) return no_kernel(r, "operands must be lowered to a compute dtype first");
+  if (needs_float(*op) && *type != ReduceType::F32 && *type != ReduceType::F64)
+    return no_kernel(r, "this reduction needs its operand lowered to f32 or f64");
+  DType out = is_index_op(*op) ? DType::I32 : r.inputs[0].dtype;
+  if (r.output.dtype != out) return no_kernel(r, "the output dtype is not the compute dtype");
+
+  if (cpu::numel(r.output.shape) == 0) {
+    Kernel k;
+    k.name = kernel_label(r.op, r.inputs[0].dtype) + " (empty)";
+    k.launch = [](const LaunchArgs&) { return std::string(); };
+    return k;
+  }
+
+  ReduceParams p;
+  p.op = *op;
+  p.type = *type;
+  p.correction = r.attrs.correction.value_or(1);
+  int64_t target_blocks = 8 * int64_t(r.context.sm_count > 0 ? r.context.sm_count : 132);
+  if (std::string why = plan(runs_of(r.inputs[0].shape, r.attrs), target_blocks, p); !why.empty())
+    return no_kernel(r, why);
+
+  std::string name = kernel_label(r.op, r.inputs[0].dtype) + " " + layout_name(p.layout) +
+                     " outputs=" + std::to_string(p.outputs) + " count=" + std::to_string(p.count) +
+                     " splits=" + std::to_string(p.splits);
+  Kernel k;
+  k.name = name;
+  k.scratch_bytes = reduce_scratch_bytes(p);
+  k.launch = [p, name](const LaunchArgs& a) {
+    return cuda_error(launch_reduce(p, a.inputs[0], a.output, a.scratch, a.stream), name.c_str());
+  };
+  return k;
+}
+
+}  // namespace sexpgpu::cuda

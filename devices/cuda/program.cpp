@@ -1,0 +1,529 @@
+// cuda::Program: compile() lowers the function as the CPU device does
+// (devices/cpu/lower.h, keeping bf16/f16 matrix products native), makes one
+// kernel per live node or fusion group, places every intermediate and every
+// kernel's scratch in one arena (devices/cpu/memory_plan.h) and keeps a flat
+// list of steps. Creation ops are evaluated once, when the program is
+// prepared, into device constants; reshape and stop_gradient read their
+// operand in place. run() enqueues the steps; the second run with the same
+// buffers is captured as a CUDA graph and every later one replays it.
+#include "program.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <list>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "check.h"
+#include "elementwise.h"
+#include "ir/cost.h"
+#include "ir/verify.h"
+#include "kernel.h"
+#include "lower.h"
+#include "memory_plan.h"
+#include "nvrtc_cache.h"
+#include "roofline.h"
+
+namespace sexpgpu::cuda {
+namespace {
+
+using cpu::Lowered;
+using cpu::LoweredNode;
+using ir::NodeId;
+using ir::Op;
+
+constexpr size_t kScratchAlignment = 256;
+constexpr size_t kGraphsPerProgram = 8;
+
+struct Slot {
+  enum Kind : uint8_t { Input, Output, Arena, Constant, None } kind = None;
+  size_t index = 0;  // input/output number, or arena/constant offset
+};
+
+struct Step {
+  Kernel kernel;
+  std::vector<Slot> inputs;
+  Slot output;
+  Slot scratch;
+  NodeId origin;  // the IR node, for messages (-1: an operand cast)
+  Op op;
+  std::vector<NodeId> members;  // a fused group's IR nodes, in order
+  ir::DType dtype = ir::DType::F32;  // the result's (the roofline's unit)
+  double bytes = 0;                  // read and written, for the roofline
+};
+
+size_t bytes_of(const ir::TensorType& t) {
+  return size_t(t.shape.numel().value_or(0)) * ir::size_bytes(t.dtype);
+}
+
+size_t aligned(size_t bytes, size_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+std::string node_label(const ir::Function& fn, NodeId origin, Op op) {
+  if (origin < 0)
+    return "a cast inserted by the CUDA lowering ('" + std::string(ir::info(op).ir_name) + "')";
+  const ir::Node& n = fn.node(origin);
+  return "%" + std::to_string(origin) + " = " + std::string(ir::info(n.op).ir_name) + " " +
+         n.type.to_string();
+}
+
+struct DeviceFree {
+  void operator()(void* p) const {
+    if (p) cudaFree(p);
+  }
+};
+using DevicePtr = std::unique_ptr<void, DeviceFree>;
+
+// A captured step, for one binding of inputs and outputs.
+struct Graph {
+  std::vector<const void*> key;
+  cudaGraphExec_t exec = nullptr;
+  ~Graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+bool graphs_enabled() {
+  const char* v = std::getenv("SEXPGPU_CUDA_GRAPHS");
+  return !(v && std::string(v) == "0");
+}
+
+class CudaProgram final : public Program {
+ public:
+  explicit CudaProgram(Context& context) : ctx_(context) {}
+  std::string build(const ir::Function& fn);
+
+  std::string run(std::span<const void* const> inputs, std::span<void* const> outputs,
+                  cudaStream_t stream) override;
+  size_t arena_bytes() const override { return arena_bytes_; }
+  size_t constant_bytes() const override { return constant_bytes_; }
+  std::string report_json() const override { return report_; }
+  const ir::Function& function() const override { return fn_; }
+
+ private:
+  std::string plan(const Lowered& lowered);
+  std::optional<ElementwiseGroup> group_of(const Lowered& lowered,
+                                           const std::vector<NodeId>& members,
+                                           const std::vector<bool>& live,
+                                           const std::vector<int>& group_id, int group,
+                                           ir::NodeIds& externals) const;
+  std::string prepare();
+  std::string enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
+                      cudaStream_t stream);
+  std::string make_report(const Lowered& lowered) const;
+
+  Context& ctx_;
+  ir::Function fn_;
+  std::vector<Step> steps_;
+  std::vector<std::pair<size_t, Kernel>> constant_kernels_;  // (offset, creation kernel)
+  size_t constant_bytes_ = 0, arena_bytes_ = 0;
+  DevicePtr arena_, constants_;
+  std::list<Graph> graphs_;                          // most recent first
+  std::vector<std::vector<const void*>> seen_once_;  // bindings run eagerly once
+  std::string report_;
+};
+
+// A fusion group's lowered nodes as one generated kernel, or nullopt when
+// something outside the group reads a node other than its last, or a
+// member's shape differs from the result's.
+std::optional<ElementwiseGroup> CudaProgram::group_of(const Lowered& lowered,
+                                                      const std::vector<NodeId>& members,
+                                                      const std::vector<bool>& live,
+                                                      const std::vector<int>& group_id, int group,
+                                                      ir::NodeIds& externals) const {
+  std::map<NodeId, int> index;
+  for (size_t k = 0; k < members.size(); ++k) index[members[k]] = int(k);
+  NodeId last = members.back();
+  for (size_t i = 0; i < lowered.nodes.size(); ++i) {
+    if (!live[i] || group_id[i] == group) continue;
+    for (NodeId in : lowered.nodes[i].inputs)
+      if (index.count(in) && in != last) return std::nullopt;
+  }
+  ElementwiseGroup g{{}, {}, lowered.nodes[size_t(last)].type};
+  for (NodeId id : members) {
+    const LoweredNode& n = lowered.nodes[size_t(id)];
+    if (!(n.type.shape == g.output.shape)) return std::nullopt;
+    GroupNode node{n.op, n.attrs, n.type.dtype, {}};
+    for (NodeId in : n.inputs) {
+      if (auto it = index.find(in); it != index.end()) {
+        node.operands.push_back(it->second);
+        continue;
+      }
+      auto at = std::find(externals.begin(), externals.end(), in);
+      if (at == externals.end()) {
+        externals.push_back(in);
+        g.externals.push_back(lowered.nodes[size_t(in)].type);
+        at = externals.end() - 1;
+      }
+      node.operands.push_back(-1 - int(at - externals.begin()));
+    }
+    g.nodes.push_back(std::move(node));
+  }
+  return g;
+}
+
+std::string CudaProgram::build(const ir::Function& fn) {
+  fn_ = fn;
+  Lowered lowered = cpu::lower(fn_, cpu::LowerOptions{.native_half_matmul = true});
+  cpu::fold_transposes(lowered);
+  if (std::string e = plan(lowered); !e.empty()) return e;
+  report_ = make_report(lowered);
+  return prepare();
+}
+
+std::string CudaProgram::plan(const Lowered& lowered) {
+  const std::vector<LoweredNode>& nodes = lowered.nodes;
+  size_t count = nodes.size();
+  std::vector<bool> live(count, false);
+  for (const ir::Output& o : fn_.outputs) live[size_t(lowered.of_original[size_t(o.node)])] = true;
+  for (size_t i = count; i-- > 0;)
+    if (live[i])
+      for (NodeId in : nodes[i].inputs) live[size_t(in)] = true;
+
+  std::vector<Slot> slot(count);
+  std::vector<bool> placed(count, false);
+  for (size_t k = 0; k < fn_.inputs.size(); ++k) {
+    size_t id = size_t(lowered.of_original[size_t(fn_.inputs[k])]);
+    slot[id] = Slot{Slot::Input, k};
+    placed[id] = true;
+  }
+  auto creation = [](Op op) { return op == Op::Full || op == Op::Constant || op == Op::Arange; };
+  std::vector<bool> written_to_output(fn_.outputs.size(), false);
+  std::vector<bool> is_output(count, false);
+  for (size_t j = 0; j < fn_.outputs.size(); ++j) {
+    size_t id = size_t(lowered.of_original[size_t(fn_.outputs[j].node)]);
+    is_output[id] = true;
+    if (placed[id] || creation(nodes[id].op)) continue;
+    slot[id] = Slot{Slot::Output, j};
+    placed[id] = true;
+    written_to_output[j] = true;
+  }
+
+  // Fusion groups of two or more nodes become one generated kernel each.
+  std::vector<int> group_id(count, -1);
+  std::map<int, std::vector<NodeId>> groups;
+  for (size_t i = 0; i < count; ++i) {
+    NodeId origin = nodes[i].origin;
+    if (origin < 0 || fn_.node(origin).fusion_group < 0 || !live[i]) continue;
+    group_id[i] = fn_.node(origin).fusion_group;
+    groups[group_id[i]].push_back(NodeId(i));
+  }
+  std::vector<NodeId> absorbed_into(count, -1);
+  std::map<size_t, std::pair<Kernel, ir::NodeIds>> fused_at;  // last node -> (kernel, externals)
+  for (const auto& [group, members] : groups) {
+    if (members.size() < 2) continue;
+    bool usable = std::all_of(members.begin(), members.end(), [&](NodeId id) {
+      return id == members.back() || !is_output[size_t(id)];
+    });
+    ir::NodeIds externals;
+    std::optional<ElementwiseGroup> g =
+        usable ? group_of(lowered, members, live, group_id, group, externals) : std::nullopt;
+    if (!g) continue;
+    KernelResult k = make_group_kernel(*g, ctx_);
+    if (!k) return node_label(fn_, nodes[size_t(members.back())].origin, nodes[size_t(members.back())].op) + ": " + k.error();
+    for (NodeId id : members)
+      if (id != members.back()) absorbed_into[size_t(id)] = members.back();
+    fused_at[size_t(members.back())] = {std::move(k).value(), std::move(externals)};
+  }
+
+  std::vector<size_t> root(count);  // the node whose buffer a value is in
+  std::vector<size_t> step_of(count, 0);
+  for (size_t i = 0; i < count; ++i) {
+    root[i] = i;
+    const LoweredNode& n = nodes[i];
+    if (!live[i] || n.op == Op::Input || n.op == Op::Param || absorbed_into[i] >= 0) continue;
+    if (auto fused = fused_at.find(i); fused != fused_at.end()) {
+      step_of[i] = steps_.size();
+      Step s{fused->second.first, {}, {}, {}, n.origin, n.op, {}};
+      for (NodeId id : groups[group_id[i]])
+        if (nodes[size_t(id)].origin >= 0) s.members.push_back(nodes[size_t(id)].origin);
+      steps_.push_back(std::move(s));
+      continue;
+    }
+    std::vector<ir::TensorType> in_types;  // as the op sees them: transposed operands swapped back
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      ir::TensorType t = nodes[size_t(n.inputs[k])].type;
+      if (k < 2 && n.transposed[k])
+        std::swap(t.shape[t.shape.rank() - 2], t.shape[t.shape.rank() - 1]);
+      in_types.push_back(std::move(t));
+    }
+    bool aliasable = n.op == Op::Reshape || n.op == Op::StopGradient;
+    if (aliasable && !placed[i]) {
+      root[i] = root[size_t(n.inputs[0])];
+      slot[i] = slot[root[i]];
+      placed[i] = true;
+      continue;
+    }
+    KernelResult k = make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, ctx_, n.transposed});
+    if (!k) return node_label(fn_, n.origin, n.op) + ": " + k.error();
+    if (creation(n.op)) {
+      slot[i] = Slot{Slot::Constant, constant_bytes_};
+      placed[i] = true;
+      constant_kernels_.push_back({constant_bytes_, std::move(k).value()});
+      constant_bytes_ += aligned(bytes_of(n.type), kScratchAlignment);
+      continue;
+    }
+    step_of[i] = steps_.size();
+    steps_.push_back(Step{std::move(k).value(), {}, {}, {}, n.origin, n.op, {}});
+    if (n.origin >= 0) steps_.back().members.push_back(n.origin);
+  }
+  // Outputs not written by their own kernel (inputs, constants, aliases,
+  // one node named twice) are copied at the end.
+  std::vector<std::pair<size_t, size_t>> output_copies;  // (node, output)
+  for (size_t j = 0; j < fn_.outputs.size(); ++j)
+    if (!written_to_output[j])
+      output_copies.push_back({size_t(lowered.of_original[size_t(fn_.outputs[j].node)]), j});
+
+  // Lifetimes in step numbers (each step's scratch lives for its step
+  // alone), then the arena layout.
+  std::vector<int64_t> last_use(count, -1);
+  for (size_t i = 0; i < count; ++i) {
+    if (!live[i]) continue;
+    NodeId reader = absorbed_into[i] >= 0 ? absorbed_into[i] : NodeId(i);
+    for (NodeId in : nodes[i].inputs) {
+      size_t r = root[size_t(in)];
+      last_use[r] = std::max<int64_t>(last_use[r], int64_t(step_of[size_t(reader)]));
+    }
+  }
+  for (auto [id, j] : output_copies) last_use[root[id]] = int64_t(steps_.size() + j);
+  std::vector<cpu::BufferLife> lives;
+  std::vector<std::pair<bool, size_t>> owner;  // (is scratch, node or step)
+  for (size_t i = 0; i < count; ++i) {
+    bool buffer = live[i] && !placed[i] && root[i] == i && absorbed_into[i] < 0;
+    if (buffer) {
+      int64_t first = int64_t(step_of[i]);
+      lives.push_back(cpu::BufferLife{first, std::max(first, last_use[i]), bytes_of(nodes[i].type)});
+      owner.push_back({false, i});
+    }
+  }
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    if (steps_[s].kernel.scratch_bytes == 0) continue;
+    lives.push_back(cpu::BufferLife{int64_t(s), int64_t(s),
+                                    aligned(steps_[s].kernel.scratch_bytes, kScratchAlignment)});
+    owner.push_back({true, s});
+  }
+  std::stable_sort(lives.begin(), lives.end(), [](const cpu::BufferLife& a, const cpu::BufferLife& b) {
+    return a.first_step < b.first_step;
+  });
+  // The sort moved lives; sort the owners the same way.
+  {
+    std::vector<size_t> order(owner.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    auto first_of = [&](size_t k) {
+      return owner[k].first ? int64_t(owner[k].second) : int64_t(step_of[owner[k].second]);
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return first_of(a) < first_of(b); });
+    std::vector<std::pair<bool, size_t>> sorted;
+    for (size_t k : order) sorted.push_back(owner[k]);
+    owner = std::move(sorted);
+  }
+  cpu::ArenaLayout layout = cpu::plan_arena(lives);
+  arena_bytes_ = layout.bytes;
+  for (size_t b = 0; b < owner.size(); ++b) {
+    Slot s{Slot::Arena, layout.offsets[b]};
+    if (owner[b].first)
+      steps_[owner[b].second].scratch = s;
+    else
+      slot[owner[b].second] = s;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (live[i] && root[i] != i) slot[i] = slot[root[i]];
+
+  for (size_t i = 0; i < count; ++i) {
+    const LoweredNode& n = nodes[i];
+    bool has_step = live[i] && root[i] == i && n.op != Op::Input && n.op != Op::Param &&
+                    slot[i].kind != Slot::Constant && absorbed_into[i] < 0;
+    if (!has_step) continue;
+    Step& s = steps_[step_of[i]];
+    s.output = slot[i];
+    s.dtype = n.op == Op::MatMul ? nodes[size_t(n.inputs[0])].type.dtype : n.type.dtype;
+    s.bytes = double(bytes_of(n.type));
+    auto fused = fused_at.find(i);
+    for (NodeId in : fused != fused_at.end() ? fused->second.second : n.inputs) {
+      s.inputs.push_back(slot[size_t(in)]);
+      s.bytes += double(bytes_of(nodes[size_t(in)].type));
+    }
+  }
+  for (auto [id, j] : output_copies) {
+    steps_.push_back(Step{make_copy_kernel(bytes_of(nodes[id].type)),
+                          {slot[id]},
+                          Slot{Slot::Output, j},
+                          {},
+                          nodes[id].origin,
+                          Op::Reshape,
+                          {}});
+    steps_.back().bytes = 2.0 * double(bytes_of(nodes[id].type));
+  }
+  return {};
+}
+
+std::string memory_error(size_t need, const char* what) {
+  size_t free_bytes = 0, total = 0;
+  cudaMemGetInfo(&free_bytes, &total);
+  return "E-MEMORY: the " + std::string(what) + " needs " + std::to_string(need) +
+         " bytes and the device has " + std::to_string(free_bytes) + " free of " +
+         std::to_string(total);
+}
+
+std::string CudaProgram::prepare() {
+  if (std::string e = ctx_.nvrtc->build(!ctx_.plan_only); !e.empty()) return e;
+  size_t need = arena_bytes_ + constant_bytes_;
+  if (ctx_.plan_only) {
+    if (need <= ctx_.memory_bytes) return {};
+    return "E-MEMORY: the memory plan of '" + fn_.name + "' needs " + std::to_string(need) +
+           " bytes and the device (" + ctx_.name + ", assumed) has " +
+           std::to_string(ctx_.memory_bytes);
+  }
+  for (Step& s : steps_)
+    if (s.kernel.prepare)
+      if (std::string e = s.kernel.prepare(); !e.empty())
+        return node_label(fn_, s.origin, s.op) + ": " + e;
+  if (arena_bytes_ > 0) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, arena_bytes_) != cudaSuccess) {
+      cudaGetLastError();
+      return memory_error(arena_bytes_, ("memory plan of '" + fn_.name + "'").c_str());
+    }
+    arena_.reset(p);
+  }
+  if (constant_bytes_ > 0) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, constant_bytes_) != cudaSuccess) {
+      cudaGetLastError();
+      return memory_error(constant_bytes_, "constants");
+    }
+    constants_.reset(p);
+    for (auto& [offset, kernel] : constant_kernels_) {
+      if (kernel.prepare)
+        if (std::string e = kernel.prepare(); !e.empty()) return e;
+      LaunchArgs args{nullptr, static_cast<char*>(p) + offset, nullptr, nullptr};
+      if (std::string e = kernel.launch(args); !e.empty()) return e;
+    }
+    SG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(nullptr));
+  }
+  return {};
+}
+
+std::string CudaProgram::enqueue(std::span<const void* const> inputs,
+                                 std::span<void* const> outputs, cudaStream_t stream) {
+  auto address = [&](const Slot& s) -> void* {
+    switch (s.kind) {
+      case Slot::Input: return const_cast<void*>(inputs[s.index]);
+      case Slot::Output: return outputs[s.index];
+      case Slot::Arena: return static_cast<char*>(arena_.get()) + s.index;
+      case Slot::Constant: return static_cast<char*>(constants_.get()) + s.index;
+      case Slot::None: return nullptr;
+    }
+    return nullptr;
+  };
+  std::vector<const void*> args;
+  for (const Step& s : steps_) {
+    args.clear();
+    for (const Slot& in : s.inputs) args.push_back(address(in));
+    LaunchArgs launch{args.data(), address(s.output), address(s.scratch), stream};
+    if (std::string e = s.kernel.launch(launch); !e.empty())
+      return node_label(fn_, s.origin, s.op) + ": " + s.kernel.name + ": " + e;
+  }
+  return {};
+}
+
+std::string CudaProgram::run(std::span<const void* const> inputs, std::span<void* const> outputs,
+                             cudaStream_t stream) {
+  if (ctx_.plan_only) return "the device was opened to plan only (no GPU): it cannot run";
+  if (inputs.size() != fn_.inputs.size() || outputs.size() != fn_.outputs.size())
+    return "'" + fn_.name + "' takes " + std::to_string(fn_.inputs.size()) + " inputs and " +
+           std::to_string(fn_.outputs.size()) + " outputs, given " + std::to_string(inputs.size()) +
+           " and " + std::to_string(outputs.size());
+  if (!graphs_enabled()) return enqueue(inputs, outputs, stream);
+  std::vector<const void*> key(inputs.begin(), inputs.end());
+  key.insert(key.end(), outputs.begin(), outputs.end());
+  for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
+    if (it->key != key) continue;
+    graphs_.splice(graphs_.begin(), graphs_, it);
+    return cuda_error(cudaGraphLaunch(graphs_.front().exec, stream), "cudaGraphLaunch");
+  }
+  // The first run of a binding goes eagerly (its errors name the step); the
+  // second is captured.
+  if (std::find(seen_once_.begin(), seen_once_.end(), key) == seen_once_.end()) {
+    seen_once_.push_back(key);
+    if (seen_once_.size() > 4 * kGraphsPerProgram) seen_once_.erase(seen_once_.begin());
+    return enqueue(inputs, outputs, stream);
+  }
+  SG_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  std::string failed = enqueue(inputs, outputs, stream);
+  cudaGraph_t graph = nullptr;
+  cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  if (!failed.empty()) {
+    if (graph) cudaGraphDestroy(graph);
+    return failed;
+  }
+  SG_CUDA_RETURN_IF_ERROR(ended);
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  SG_CUDA_RETURN_IF_ERROR(made);
+  graphs_.emplace_front();
+  graphs_.front().key = std::move(key);
+  graphs_.front().exec = exec;
+  if (graphs_.size() > kGraphsPerProgram) graphs_.pop_back();
+  return cuda_error(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+}
+
+// Every step in order: its kernel or library call, the IR ops it computes,
+// FLOPs, bytes read and written, and its roofline time on the device.
+std::string CudaProgram::make_report(const Lowered& lowered) const {
+  nlohmann::json steps = nlohmann::json::array();
+  static const char* kKinds[] = {"input", "output", "arena", "constant", "none"};
+  Roofline roof = roofline_of(ctx_);
+  bool tf32 = ctx_.precision != Precision::F32;
+  double total_flops = 0, total_bytes = 0, total_us = 0;
+  for (const Step& s : steps_) {
+    double flops = 0;
+    nlohmann::json ops = nlohmann::json::array();
+    for (NodeId id : s.members) {
+      flops += ir::node_flops(fn_, fn_.node(id));
+      ops.push_back(std::string(ir::info(fn_.node(id).op).ir_name));
+    }
+    double us = roofline_us(roof, s.op, s.dtype, tf32, flops, s.bytes);
+    nlohmann::json j = {{"node", s.origin}, {"kernel", s.kernel.name}, {"ops", ops},
+                        {"flops", flops},   {"bytes", s.bytes},        {"roofline_us", us}};
+    j["out"] = {{"in", kKinds[s.output.kind]},
+                {s.output.kind == Slot::Arena ? "offset" : "index", s.output.index}};
+    if (s.kernel.scratch_bytes) j["scratch_bytes"] = s.kernel.scratch_bytes;
+    total_flops += flops;
+    total_bytes += s.bytes;
+    total_us += us;
+    steps.push_back(std::move(j));
+  }
+  nlohmann::json report = {{"device", "cuda"},
+                           {"gpu", ctx_.plan_only ? "none (planned for an H200)" : ctx_.name},
+                           {"roofline_gpu", roof.gpu},
+                           {"function", fn_.name},
+                           {"lowered_nodes", lowered.nodes.size()},
+                           {"kernels", steps_.size()},
+                           {"arena_bytes", arena_bytes_},
+                           {"constant_bytes", constant_bytes_},
+                           {"flops", total_flops},
+                           {"bytes", total_bytes},
+                           {"roofline_us", total_us},
+                           {"steps", std::move(steps)}};
+  return report.dump();
+}
+
+}  // namespace
+
+ir::Result<std::shared_ptr<Program>> Program::compile(const ir::Module& module, std::string_view fn,
+                                                      Context& context) {
+  using R = ir::Result<std::shared_ptr<Program>>;
+  const ir::Function* f = module.find(fn);
+  if (!f) return R::failure("no function '" + std::string(fn) + "' in the module");
+  if (std::string e = ir::verify(module, *f); !e.empty()) return R::failure(e);
+  auto program = std::make_shared<CudaProgram>(context);
+  if (std::string e = program->build(*f); !e.empty()) return R::failure(e);
+  return std::shared_ptr<Program>(std::move(program));
+}
+
+}  // namespace sexpgpu::cuda

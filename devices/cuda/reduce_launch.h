@@ -1,0 +1,73 @@
+// The plain interface between the reductions' factory (kernels_reduce.cpp)
+// and their kernels (reduce.cu): what to reduce, how the input is laid out
+// around the reduced axes, and how the work is split over the GPU, all
+// decided at compile time.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace sexpgpu::cuda {
+
+enum class ReduceOp : int32_t {
+  Sum,
+  Prod,
+  Max,
+  Min,
+  Mean,
+  Var,
+  Std,
+  LogSumExp,
+  Norm,
+  ArgMax,
+  ArgMin,
+};
+
+// The input's compute dtype (the output has it too, except argmax/argmin: i32).
+enum class ReduceType : int32_t { F32, F64, I32, I64, U8, U16 };
+
+// Where element k of output o's sequence lies in the input.
+enum class ReduceLayout : int32_t {
+  Rows,      // o*count + k: the reduced axes are the trailing ones (or all)
+  Columns,   // (o / inner)*count*inner + k*inner + o % inner: one block in the middle
+  Gathered,  // base(o) + offset(k) through the dims and strides below
+};
+
+inline constexpr int kReduceMaxRuns = 8;
+
+struct ReduceParams {
+  ReduceOp op = ReduceOp::Sum;
+  ReduceType type = ReduceType::F32;
+  ReduceLayout layout = ReduceLayout::Rows;
+  int64_t outputs = 0;  // output elements
+  int64_t count = 0;    // elements reduced into each (K)
+  int64_t inner = 1;    // Columns: the kept elements after the reduced block
+  // Gathered: the output index, row-major over kept_dims, gives the base
+  // offset; the sequence index, row-major over reduced_dims, the offset.
+  int kept_rank = 0, reduced_rank = 0;
+  int64_t kept_dims[kReduceMaxRuns] = {}, kept_strides[kReduceMaxRuns] = {};
+  int64_t reduced_dims[kReduceMaxRuns] = {}, reduced_strides[kReduceMaxRuns] = {};
+  int64_t correction = 1;  // var, std
+  // Rows and Gathered: 32 (a warp per output, 8 outputs per block) or 256
+  // (a block per output).
+  int threads_per_output = 32;
+  // Each sequence is cut into `splits` chunks reduced by separate blocks;
+  // above 1, their partial results go to scratch and a second kernel
+  // combines them in a fixed order.
+  int splits = 1;
+};
+
+// Threads per block of every reduction kernel.
+inline constexpr int kReduceBlock = 256;
+// Columns: a block covers this many adjacent outputs (one warp's width).
+inline constexpr int kReduceColumnTile = 32;
+
+// Scratch bytes the launch needs: the partial results when splits > 1.
+size_t reduce_scratch_bytes(const ReduceParams& params);
+
+cudaError_t launch_reduce(const ReduceParams& params, const void* input, void* output,
+                          void* scratch, cudaStream_t stream);
+
+}  // namespace sexpgpu::cuda

@@ -1,0 +1,137 @@
+// The generated elementwise kernels compile: every elementwise op of
+// ops.def at every dtype its shape rule accepts (as the CUDA lowering hands
+// them over: bf16/f16 computed in f32, bool arithmetic in u8), plus a fused
+// group with casts and broadcasting, go through NVRTC in one unit. NVRTC
+// needs no GPU, so this runs in CI; the values are checked on a GPU by the
+// conformance suite.
+#include <set>
+
+#include "catch.hpp"
+#include "context.h"
+#include "elementwise.h"
+#include "ir/elementwise.h"
+#include "lower.h"
+#include "nvrtc_cache.h"
+
+using namespace sexpgpu;
+using ir::DType;
+using ir::Op;
+
+namespace {
+
+cuda::Context plan_context(cuda::NvrtcCache& cache) {
+  cuda::Context c;
+  c.plan_only = true;
+  c.name = "NVIDIA H200";
+  c.sm_count = 132;
+  c.compute_capability = 90;
+  c.nvrtc = &cache;
+  return c;
+}
+
+// The dtype a lowered kernel computes `d` in (devices/cpu/lower.cpp).
+DType compute(DType d) {
+  if (d == DType::BF16 || d == DType::F16) return DType::F32;
+  if (d == DType::Bool) return DType::U8;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("every elementwise op at every dtype generates a kernel NVRTC compiles",
+          "[cuda][codegen]") {
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = plan_context(cache);
+  ir::Shape shape{{3, 5}};
+  int kernels = 0;
+  for (size_t o = 0; o < ir::kOpCount; ++o) {
+    Op op = Op(o);
+    if (!ir::is_elementwise(op) || op == Op::StopGradient) continue;
+    for (DType d : ir::kAllDTypes) {
+      ir::Attrs attrs;
+      if (op == Op::Cast) attrs.dtype = DType::BF16;
+      if (op == Op::Gelu) attrs.approximate = "tanh";
+      std::vector<ir::TensorType> in(size_t(ir::info(op).arity), ir::TensorType{d, shape});
+      if (op == Op::Where) in[0].dtype = DType::Bool;
+      ir::Result<ir::TensorType> out = ir::infer_type(op, in, attrs);
+      if (!out) continue;
+      // Operands as the lowering leaves them.
+      for (size_t k = 0; k < in.size(); ++k)
+        if (!(op == Op::Where && k == 0) && op != Op::Cast) in[k].dtype = compute(in[k].dtype);
+      ir::TensorType result = *out;
+      bool computes = op != Op::Cast && op != Op::Where && ir::info(op).rule != ir::Rule::Compare &&
+                      ir::info(op).rule != ir::Rule::UnaryBool;
+      if (computes) result.dtype = compute(result.dtype);
+      if (op == Op::Where) in[1].dtype = in[2].dtype = result.dtype;
+      if (ir::info(op).rule == ir::Rule::Compare) in[1].dtype = in[0].dtype;
+      cuda::ElementwiseGroup g{{{op, attrs, result.dtype, {}}}, in, result};
+      for (size_t k = 0; k < in.size(); ++k) g.nodes[0].operands.push_back(-1 - int(k));
+      cuda::KernelResult k = cuda::make_group_kernel(g, ctx);
+      INFO(ir::info(op).ir_name << " " << ir::ir_name(d));
+      REQUIRE(k);
+      ++kernels;
+    }
+  }
+  // Casts between every pair of dtypes.
+  for (DType from : ir::kAllDTypes)
+    for (DType to : ir::kAllDTypes) {
+      ir::Attrs attrs;
+      attrs.dtype = to;
+      cuda::ElementwiseGroup g{{{Op::Cast, attrs, to, {-1}}}, {ir::TensorType{from, shape}},
+                               ir::TensorType{to, shape}};
+      REQUIRE(cuda::make_group_kernel(g, ctx));
+      ++kernels;
+    }
+  CHECK(kernels > 300);
+  std::string e = cache.build(false);
+  INFO(e);
+  CHECK(e.empty());
+  CHECK(cache.stats().kernels > 0);
+}
+
+TEST_CASE("a fused group with casts and broadcast operands generates one kernel",
+          "[cuda][codegen]") {
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = plan_context(cache);
+  // y = bf16(gelu(f32(x) * w + b)), x bf16 [4, 8, 16], w f32 [16], b f32 [1, 8, 1]
+  ir::TensorType x{DType::BF16, ir::Shape{{4, 8, 16}}}, w{DType::F32, ir::Shape{{16}}},
+      b{DType::F32, ir::Shape{{1, 8, 1}}};
+  ir::Attrs to_f32, to_bf16, none;
+  to_f32.dtype = DType::F32;
+  to_bf16.dtype = DType::BF16;
+  cuda::ElementwiseGroup g{{{Op::Cast, to_f32, DType::F32, {-1}},
+                            {Op::Mul, none, DType::F32, {0, -2}},
+                            {Op::Add, none, DType::F32, {1, -3}},
+                            {Op::Gelu, none, DType::F32, {2}},
+                            {Op::Cast, to_bf16, DType::BF16, {3}}},
+                           {x, w, b},
+                           ir::TensorType{DType::BF16, x.shape}};
+  std::string source = cuda::group_source(g, "fused_test");
+  // w walks the last axis, b the middle one: coordinates, not the flat index.
+  CHECK(source.find("in1[c") != std::string::npos);
+  CHECK(source.find("in2[c") != std::string::npos);
+  CHECK(source.find("in0[i]") != std::string::npos);
+  CHECK(source.find("sg_to_bf16") != std::string::npos);
+  cuda::KernelResult k = cuda::make_group_kernel(g, ctx);
+  REQUIRE(k);
+  CHECK(k->name.find("fused[cast,mul,add,gelu,cast]") != std::string::npos);
+  std::string e = cache.build(false);
+  INFO(e);
+  CHECK(e.empty());
+}
+
+TEST_CASE("outputs of more than 2^31 elements index in 64 bits", "[cuda][codegen]") {
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = plan_context(cache);
+  ir::TensorType big{DType::BF16, ir::Shape{{3, int64_t(1) << 30}}};
+  ir::TensorType row{DType::BF16, ir::Shape{{int64_t(1) << 30}}};
+  ir::Attrs none;
+  cuda::ElementwiseGroup g{{{Op::Add, none, DType::F32, {-1, -2}}}, {big, row},
+                           ir::TensorType{DType::F32, big.shape}};
+  std::string source = cuda::group_source(g, "wide");
+  CHECK(source.find("for (long long i") != std::string::npos);
+  REQUIRE(cuda::make_group_kernel(g, ctx));
+  std::string e = cache.build(false);
+  INFO(e);
+  CHECK(e.empty());
+}
