@@ -467,12 +467,41 @@ void print_memory(std::ostream& os, const json& m) {
   print_table(os, rows, "  ");
 }
 
+// A report with per-step roofline times (the cuda plugin's) as a table, one
+// row per kernel or library call; any other report as its JSON.
+void print_kernel_table(std::ostream& os, const json& report) {
+  char total[160];
+  std::snprintf(total, sizeof total, "%zu kernels, %s FLOP, %s moved, roofline %.1f us on %s",
+                report["steps"].size(), flops_text(report["flops"]).c_str(),
+                bytes_text(int64_t(report["bytes"].get<double>())).c_str(),
+                report["roofline_us"].get<double>(),
+                report.value("roofline_gpu", std::string("?")).c_str());
+  os << "    " << total << "\n";
+  std::vector<std::vector<std::string>> rows = {{"#", "KERNEL", "OPS", "FLOP", "BYTES", "US"}};
+  size_t k = 0;
+  for (const auto& st : report["steps"]) {
+    std::string ops;
+    for (const auto& o : st["ops"]) ops += (ops.empty() ? "" : ",") + o.get<std::string>();
+    if (ops.size() > 40) ops = ops.substr(0, 37) + "...";
+    char us[32];
+    std::snprintf(us, sizeof us, "%.2f", st["roofline_us"].get<double>());
+    rows.push_back({std::to_string(k++), st["kernel"].get<std::string>(), ops.empty() ? "-" : ops,
+                    flops_text(st["flops"]), bytes_text(int64_t(st["bytes"].get<double>())), us});
+  }
+  print_table(os, rows, "    ");
+}
+
 void print_lowering(std::ostream& os, const json& lowering) {
   os << "\nlowering on " << lowering["device"].get<std::string>() << ":\n";
   for (const auto& f : lowering["functions"]) {
     os << "  " << f["function"].get<std::string>() << ": memory plan "
        << bytes_text(f["memory_plan_bytes"]) << "\n";
-    std::string report = f["report"].dump(2);
+    const json& r = f["report"];
+    if (r.is_object() && r.contains("roofline_us") && r.contains("steps")) {
+      print_kernel_table(os, r);
+      continue;
+    }
+    std::string report = r.dump(2);
     size_t start = 0;
     while (start < report.size()) {
       size_t end = report.find('\n', start);

@@ -591,6 +591,21 @@ void Trainer::report_step(const Scalars& s, double step_ms) {
   interval_steps_ = interval_examples_ = interval_tokens_ = 0;
 }
 
+// The device's memory once the run is set up: each compiled function's
+// memory plan (its arena) and the device's bytes in use and at peak, which
+// include the parameters, gradients, optimizer states and batches.
+nlohmann::json Trainer::memory_metadata() const {
+  json plans = json::object();
+  for (const auto& [name, bound] : programs_)
+    if (bound.program) plans[name] = bound.program->plan_bytes();
+  json m = {{"plan_bytes", plans}};
+  json stats = device_->memory_stats();
+  if (stats.is_object())
+    for (const char* k : {"bytes_in_use", "peak_bytes_in_use", "bytes_limit"})
+      if (stats.contains(k)) m[k] = stats[k];
+  return m;
+}
+
 nlohmann::json Trainer::open_metadata() const {
   json devices = device_->probe().value("devices", json::array());
   json plugins = json::array();
@@ -614,7 +629,10 @@ nlohmann::json Trainer::open_metadata() const {
           {"selection", opt_.selection},
           {"slug", opt_.slug},
           {"device",
-           {{"name", device_->name()}, {"version", device_->version()}, {"devices", devices}}},
+           {{"name", device_->name()},
+            {"version", device_->version()},
+            {"devices", devices},
+            {"memory", memory_metadata()}}},
           {"plugins", plugins},
           {"params", param_count},
           {"steps", steps_},

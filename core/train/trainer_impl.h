@@ -70,6 +70,7 @@ class Trainer {
   Maybe check_stage_end();
   data::StageOverrides overrides_for(const runfile::LoaderDecl& loader) const;
   nlohmann::json open_metadata() const;
+  nlohmann::json memory_metadata() const;
 
   // Running functions.
   Maybe run_fn(const std::string& fn, Scalars* scalars, bool init = false);

@@ -293,7 +293,7 @@ __global__ void __launch_bounds__(kNnBlock)
 
 // Each row's loss -log_softmax(logits)[target]: 0 for an ignored row (whose
 // logits are not read), NaN for a target out of range or a row whose
-// maximum is infinite (the CPU's exp(inf - inf)). A warp or a block per row.
+// maximum is infinite (the CPU's exp(inf - inf)). A group per row.
 template <class T, class I>
 __global__ void __launch_bounds__(kNnBlock)
     cross_entropy_rows(const T* __restrict__ x, const I* __restrict__ targets,
@@ -301,15 +301,17 @@ __global__ void __launch_bounds__(kNnBlock)
                        int64_t ignore_index) {
   RowSlot r = row_slot(rows);
   const int64_t target = r.live ? int64_t(targets[r.row]) : 0;
-  if (r.live && has_ignore && target == ignore_index) {  // the whole row group agrees
-    if (threadIdx.x == 0) losses[r.row] = T(0);
-    return;
-  }
+  const bool ignored = has_ignore && target == ignore_index;
   const T* xr = x + r.row * classes;
-  MaxSum<T> a =
-      softmax_state<T, kBatch, false>(xr, r.live ? classes : 0, threadIdx.x, blockDim.x, nullptr);
+  // Every group reaches row_reduce's barriers, an ignored row's reading nothing.
+  const int64_t n = r.live && !ignored ? classes : 0;
+  MaxSum<T> a = softmax_state<T, kBatch, false>(xr, n, threadIdx.x, blockDim.x, nullptr);
   a = row_reduce<OnlineSoftmax<T>>(a);
   if (!r.live || threadIdx.x != 0) return;
+  if (ignored) {
+    losses[r.row] = T(0);
+    return;
+  }
   const bool finite = a.m != infinity(T(0)) && a.m != -infinity(T(0));
   losses[r.row] =
       target < 0 || target >= classes || !finite ? quiet_nan(T(0)) : a.m + log_of(a.s) - xr[target];
