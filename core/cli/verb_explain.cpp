@@ -152,19 +152,10 @@ json functions_json(const ir::Module& module) {
 // staged train_step's gradient nodes begin), the gradient sums between
 // microbatches, one update.
 json flops_per_step(const runfile::CompiledRun& run, int64_t tokens_per_example) {
-  const std::string& step_fn = run.train_fns.front().fn;
-  const ir::Function* staged = run.staged.find(step_fn);
-  const ir::Function* update = run.module.find("update");
-  const ir::Function* accumulate = run.module.find("accumulate");
   const int64_t micro = run.run.microbatches;
-  double forward = 0, backward = 0;
-  if (staged) {
-    forward = ir::function_cost(*staged, 0, ir::NodeId(run.forward_nodes)).flops * double(micro);
-    backward = ir::function_cost(*staged, ir::NodeId(run.forward_nodes)).flops * double(micro);
-  }
-  double acc = accumulate ? ir::function_cost(*accumulate).flops * double(micro - 1) : 0;
-  double upd = update ? ir::function_cost(*update).flops : 0;
-  double total = forward + backward + acc + upd;
+  const runfile::StepFlops f = runfile::step_flops(run);
+  const double forward = f.forward, backward = f.backward, acc = f.accumulate, upd = f.update;
+  const double total = f.total();
   const int64_t examples = run.train_fns.front().rows * micro;
   const int64_t tokens = examples * tokens_per_example;
   return {{"forward", flops_json(forward)},

@@ -9,6 +9,7 @@
 
 #include "data/loader.h"
 #include "ir/autodiff.h"
+#include "ir/cost.h"
 #include "ir/passes.h"
 #include "ir/verify.h"
 #include "lisp/builtins.h"
@@ -540,6 +541,20 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     return std::nullopt;
   }
   return std::move(c.out);
+}
+
+StepFlops step_flops(const CompiledRun& run) {
+  StepFlops f;
+  const double micro = double(run.run.microbatches);
+  if (const ir::Function* staged = run.staged.find(run.train_fns.front().fn)) {
+    f.forward = ir::function_cost(*staged, 0, ir::NodeId(run.forward_nodes)).flops * micro;
+    f.backward = ir::function_cost(*staged, ir::NodeId(run.forward_nodes)).flops * micro;
+  }
+  if (const ir::Function* acc = run.module.find("accumulate"))
+    f.accumulate = ir::function_cost(*acc).flops * (micro - 1);
+  if (const ir::Function* update = run.module.find("update"))
+    f.update = ir::function_cost(*update).flops;
+  return f;
 }
 
 }  // namespace sexpgpu::runfile

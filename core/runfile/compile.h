@@ -109,6 +109,16 @@ struct CompiledRun {
   const ParamEntry* find_param(const std::string& path) const;
 };
 
+// The FLOPs of one optimizer step by the IR's cost model (ir/cost.h): every
+// microbatch's forward and backward pass of the full batch, the gradient
+// sums, the update. explain reports them; the trainer's mfu series divides
+// them by the step's time.
+struct StepFlops {
+  double forward = 0, backward = 0, accumulate = 0, update = 0;
+  double total() const { return forward + backward + accumulate + update; }
+};
+StepFlops step_flops(const CompiledRun& run);
+
 // Stages the contract of an evaluated run file. Errors are reported to the
 // interpreter's sink (each at its form) and give nullopt; nothing is staged
 // when the file already has errors.

@@ -154,6 +154,21 @@ Maybe Trainer::open_device() {
   return std::nullopt;
 }
 
+// A device's probe may give each GPU's datasheet peak by precision
+// ("peak_flops": {"bf16", "tf32", "f32"}); the run's precision picks one.
+void Trainer::set_peak_flops() {
+  step_flops_ = runfile::step_flops(run_).total();
+  size_t ordinal = 0;
+  if (size_t colon = opt_.device.find(':'); colon != std::string::npos)
+    ordinal = size_t(std::stoi(opt_.device.substr(colon + 1)));
+  const json& devices = device_->probe().value("devices", json::array());
+  if (!devices.is_array() || ordinal >= devices.size()) return;
+  const json& peak = devices[ordinal].value("peak_flops", json::object());
+  if (peak.is_object() && peak.contains(run_.run.precision) &&
+      peak[run_.run.precision].is_number())
+    peak_flops_ = peak[run_.run.precision].get<double>();
+}
+
 Maybe Trainer::compile() {
   for (const ir::Function& fn : run_.module.functions) {
     ir::Result<std::unique_ptr<Program>> p = device_->compile(ir_json_, fn);
@@ -548,6 +563,8 @@ void Trainer::report_step(const Scalars& s, double step_ms) {
   }
   double secs = interval_ms_ / 1000.0;
   metrics["step-ms"] = interval_steps_ ? interval_ms_ / double(interval_steps_) : step_ms;
+  if (peak_flops_ > 0 && metrics["step-ms"].get<double>() > 0)
+    metrics["mfu"] = step_flops_ / (metrics["step-ms"].get<double>() / 1000.0) / peak_flops_;
   metrics["examples-per-s"] = secs > 0 ? double(interval_examples_) / secs : 0.0;
   if (interval_tokens_ > 0) metrics["tokens-per-s"] = double(interval_tokens_) / secs;
   metrics["epoch"] = epoch_;
@@ -714,6 +731,7 @@ int Trainer::run() {
     return 3;
   }
   Maybe f = open_device();
+  if (!f) set_peak_flops();
   if (!f) f = compile();
   if (!f) f = allocate();
   if (!f) f = initialise();

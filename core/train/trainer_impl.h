@@ -71,6 +71,7 @@ class Trainer {
   data::StageOverrides overrides_for(const runfile::LoaderDecl& loader) const;
   nlohmann::json open_metadata() const;
   nlohmann::json memory_metadata() const;
+  void set_peak_flops();
 
   // Running functions.
   Maybe run_fn(const std::string& fn, Scalars* scalars, bool init = false);
@@ -147,6 +148,10 @@ class Trainer {
   double wall_before_resume_ = 0;
   // The log interval's accumulated time and examples.
   double interval_ms_ = 0;
+  // The mfu series: the step's FLOPs (runfile::step_flops) over its time
+  // and the device's peak rate at the run's precision (0: the device names
+  // none, so no mfu series).
+  double step_flops_ = 0, peak_flops_ = 0;
   int64_t interval_steps_ = 0, interval_examples_ = 0, interval_tokens_ = 0;
   bool progress_tty_ = false;
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "check.h"
 #include "geometry.h"
@@ -265,8 +266,35 @@ std::string group_label(const ElementwiseGroup& g) {
   std::string ops;
   for (const GroupNode& n : g.nodes)
     ops += (ops.empty() ? "" : ",") + std::string(ir::info(n.op).ir_name);
+  if (ops.size() > 60) ops = ops.substr(0, 48) + "...(" + std::to_string(g.nodes.size()) + " ops)";
   std::string label = g.nodes.size() == 1 ? ops : "fused[" + ops + "]";
   return label + "<" + std::string(ir::ir_name(g.output.dtype)) + "> " + g.output.to_string();
+}
+
+// The loop body of a group's kernel: load each external at its offset,
+// compute every node, store the last. `in` and `out` name the pointers.
+std::string body(const ElementwiseGroup& g, const std::vector<std::string>& offsets,
+                 const std::string& in_prefix, const std::string& out) {
+  std::string s;
+  for (size_t k = 0; k < g.externals.size(); ++k)
+    s += std::string("    const ") + value_type(g.externals[k].dtype) + " x" + std::to_string(k) +
+         " = " +
+         load(g.externals[k].dtype, in_prefix + std::to_string(k) + "[" + offsets[k] + "]") +
+         ";\n";
+  for (size_t j = 0; j < g.nodes.size(); ++j) {
+    const GroupNode& node = g.nodes[j];
+    std::vector<Operand> in;
+    for (int k : node.operands)
+      in.push_back(k >= 0 ? Operand{"v" + std::to_string(k), g.nodes[size_t(k)].dtype}
+                          : Operand{"x" + std::to_string(-1 - k), g.externals[size_t(-1 - k)].dtype});
+    ir::Result<std::string> e = expression(node, in);
+    if (!e) return "#error " + std::string(ir::info(node.op).ir_name) + ": " + e.error() + "\n";
+    s += std::string("    const ") + value_type(node.dtype) + " v" + std::to_string(j) + " = " + *e +
+         ";\n";
+  }
+  s += "    " + out + "[i] = " + store(g.output.dtype, "v" + std::to_string(g.nodes.size() - 1)) +
+       ";\n";
+  return s;
 }
 
 }  // namespace
@@ -302,22 +330,7 @@ std::string group_source(const ElementwiseGroup& g, const std::string& name) {
       }
     }
   }
-  for (size_t k = 0; k < g.externals.size(); ++k)
-    s += std::string("    const ") + value_type(g.externals[k].dtype) + " x" + std::to_string(k) +
-         " = " + load(g.externals[k].dtype, "in" + std::to_string(k) + "[" + offsets[k] + "]") +
-         ";\n";
-  for (size_t j = 0; j < g.nodes.size(); ++j) {
-    const GroupNode& node = g.nodes[j];
-    std::vector<Operand> in;
-    for (int k : node.operands)
-      in.push_back(k >= 0 ? Operand{"v" + std::to_string(k), g.nodes[size_t(k)].dtype}
-                          : Operand{"x" + std::to_string(-1 - k), g.externals[size_t(-1 - k)].dtype});
-    ir::Result<std::string> e = expression(node, in);
-    if (!e) return "#error " + std::string(ir::info(node.op).ir_name) + ": " + e.error() + "\n";
-    s += std::string("    const ") + value_type(node.dtype) + " v" + std::to_string(j) + " = " + *e +
-         ";\n";
-  }
-  s += "    out[i] = " + store(g.output.dtype, "v" + std::to_string(g.nodes.size() - 1)) + ";\n";
+  s += body(g, offsets, "in", "out");
   s += "  }\n}\n";
   return s;
 }
@@ -333,9 +346,9 @@ KernelResult make_group_kernel(const ElementwiseGroup& g, Context& context) {
                                    std::string(ir::info(node.op).ir_name) + "' to " +
                                    std::string(ir::ir_name(node.dtype)) + ": " + e.error());
   }
-  std::string body = group_source(g, "KERNEL");
+  std::string source = group_source(g, "KERNEL");
   char hash[24];
-  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a(body)));
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a(source)));
   std::string name = std::string("sg_ew_") + hash;
   std::shared_ptr<GeneratedKernel> kernel = context.nvrtc->add(name, group_source(g, name));
   long long n = g.output.shape.numel().value_or(0);
@@ -367,6 +380,122 @@ KernelResult make_elementwise_kernel(const KernelRequest& r) {
   for (size_t k = 0; k < r.inputs.size(); ++k) node.operands.push_back(-1 - int(k));
   g.nodes.push_back(std::move(node));
   return make_group_kernel(g, r.context);
+}
+
+// ---- Several shape-free groups of one code in one launch ---------------------------------
+
+namespace {
+
+// Each entry of a multi-group launch's table: the member's externals and
+// output pointers, its element count and its first block.
+size_t entry_bytes(const ElementwiseGroup& g) {
+  return (g.externals.size() + 1) * sizeof(void*) + 2 * sizeof(long long);
+}
+
+std::vector<std::string> shape_free_offsets(const ElementwiseGroup& g) {
+  std::vector<std::string> offsets;
+  for (const ir::TensorType& e : g.externals)
+    offsets.push_back(e.shape.numel().value_or(0) == 1 ? "0" : "i");
+  return offsets;
+}
+
+// Kernel parameters may take 32764 bytes (CUDA 12.1 and later, Volta on).
+constexpr size_t kParameterBytes = 32000;
+
+}  // namespace
+
+bool shape_free(const ElementwiseGroup& g) {
+  if (g.output.shape.numel().value_or(0) <= 0) return false;
+  for (const ir::TensorType& e : g.externals)
+    if (e.shape.numel().value_or(0) != 1 && !(e.shape == g.output.shape)) return false;
+  return true;
+}
+
+std::string shape_free_key(const ElementwiseGroup& g) {
+  std::string key = body(g, shape_free_offsets(g), "in", "out");
+  for (const ir::TensorType& e : g.externals) key += std::string(ir::ir_name(e.dtype)) + ",";
+  return key + std::string(ir::ir_name(g.output.dtype));
+}
+
+size_t multi_group_capacity(const ElementwiseGroup& g) {
+  return std::max<size_t>(1, kParameterBytes / entry_bytes(g));
+}
+
+std::string multi_group_source(const ElementwiseGroup& g, size_t members, const std::string& name) {
+  std::string m = std::to_string(members);
+  std::string s = "struct " + name + "_entry {";
+  for (size_t k = 0; k < g.externals.size(); ++k)
+    s += std::string(" const ") + storage_type(g.externals[k].dtype) + "* in" + std::to_string(k) +
+         ";";
+  s += std::string(" ") + storage_type(g.output.dtype) + "* out; long long n, first_block; };\n";
+  s += "struct " + name + "_table { " + name + "_entry e[" + m + "]; };\n";
+  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") " + name +
+       "(const " + name + "_table t) {\n";
+  // The member whose block range holds this block: the last first_block
+  // at or below blockIdx.x.
+  s += "  int lo = 0, hi = " + m + " - 1;\n";
+  s += "  while (lo < hi) {\n    const int mid = (lo + hi + 1) / 2;\n";
+  s += "    if (t.e[mid].first_block <= (long long)blockIdx.x) lo = mid; else hi = mid - 1;\n  }\n";
+  s += "  const long long first = t.e[lo].first_block, n = t.e[lo].n;\n";
+  s += "  const long long blocks = (lo + 1 < " + m +
+       " ? t.e[lo + 1].first_block : (long long)gridDim.x) - first;\n";
+  for (size_t k = 0; k < g.externals.size(); ++k)
+    s += std::string("  const ") + storage_type(g.externals[k].dtype) + "* __restrict__ in" +
+         std::to_string(k) + " = t.e[lo].in" + std::to_string(k) + ";\n";
+  s += std::string("  ") + storage_type(g.output.dtype) + "* __restrict__ out = t.e[lo].out;\n";
+  s += "  for (long long i = ((long long)blockIdx.x - first) * blockDim.x + threadIdx.x; i < n;\n";
+  s += "       i += blocks * blockDim.x) {\n";
+  s += body(g, shape_free_offsets(g), "in", "out");
+  s += "  }\n}\n";
+  return s;
+}
+
+KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups, Context& context) {
+  if (groups.empty()) return KernelResult::failure("no groups");
+  const ElementwiseGroup& g = groups.front();
+  const std::string key = shape_free_key(g);
+  for (const ElementwiseGroup& other : groups)
+    if (!shape_free(other) || shape_free_key(other) != key)
+      return KernelResult::failure("the groups of a multi-tensor launch must share their code");
+  if (groups.size() > multi_group_capacity(g))
+    return KernelResult::failure("too many groups for one launch's parameters");
+  std::string source = multi_group_source(g, groups.size(), "KERNEL");
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a(source)));
+  std::string name = std::string("sg_mt_") + hash;
+  std::shared_ptr<GeneratedKernel> kernel =
+      context.nvrtc->add(name, multi_group_source(g, groups.size(), name));
+  // Blocks per member in proportion to its size, capped so that a big one
+  // loops instead of taking the whole grid.
+  const long long cap = std::max(context.sm_count, 1) * 8LL;
+  std::vector<long long> counts, first_blocks;
+  long long blocks = 0;
+  for (const ElementwiseGroup& m : groups) {
+    long long n = m.output.shape.numel().value_or(0);
+    counts.push_back(n);
+    first_blocks.push_back(blocks);
+    blocks += std::max(1LL, std::min(cap, (n + kBlock - 1) / kBlock));
+  }
+  const size_t pointers = g.externals.size() + 1, entry = entry_bytes(g);
+  LaunchFn launch = [kernel, counts, first_blocks, blocks, pointers, entry](
+                        const LaunchArgs& a) -> std::string {
+    if (!kernel->function) return "the generated kernel " + kernel->name + " was not loaded";
+    std::vector<unsigned char> table(entry * counts.size());
+    for (size_t m = 0; m < counts.size(); ++m) {
+      unsigned char* at = table.data() + m * entry;
+      std::memcpy(at, a.inputs + m * pointers, pointers * sizeof(void*));
+      std::memcpy(at + pointers * sizeof(void*), &counts[m], sizeof(long long));
+      std::memcpy(at + pointers * sizeof(void*) + sizeof(long long), &first_blocks[m],
+                  sizeof(long long));
+    }
+    void* args[] = {table.data()};
+    return cuda_error(cudaLaunchKernel(reinterpret_cast<const void*>(kernel->function),
+                                       dim3(unsigned(blocks)), dim3(kBlock), args, 0, a.stream),
+                      "cudaLaunchKernel");
+  };
+  return Kernel{std::move(launch),
+                "multi-tensor x" + std::to_string(groups.size()) + " " + group_label(g) + " " + name,
+                0, nullptr, {}};
 }
 
 }  // namespace sexpgpu::cuda

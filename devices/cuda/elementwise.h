@@ -33,4 +33,21 @@ KernelResult make_group_kernel(const ElementwiseGroup& group, Context& context);
 // compiles it without a GPU).
 std::string group_source(const ElementwiseGroup& group, const std::string& name);
 
+// Multi-tensor launches (an optimizer's update of every parameter: the same
+// code over tensors of many shapes). A group is shape-free when each
+// external is the output's shape or a single element: its code is then the
+// same for every shape, and groups of one key run as one launch over a
+// table of their pointers and sizes, passed by value.
+bool shape_free(const ElementwiseGroup& group);
+std::string shape_free_key(const ElementwiseGroup& group);
+// How many groups like this one a launch's parameters can hold.
+size_t multi_group_capacity(const ElementwiseGroup& group);
+std::string multi_group_source(const ElementwiseGroup& group, size_t members,
+                               const std::string& name);
+// One launch of `groups` (shape-free, one key, at most the capacity). Its
+// LaunchArgs::inputs hold, group after group, the group's externals and then
+// its output; LaunchArgs::output is unused.
+KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups,
+                                     Context& context);
+
 }  // namespace sexpgpu::cuda

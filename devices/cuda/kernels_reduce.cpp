@@ -8,7 +8,7 @@
 //   - one reduced block followed by kept axes (bias gradients, [N, C] -> [C]):
 //     32 adjacent outputs per block, so every load is coalesced, chunked
 //     down the reduced axis when there are few outputs;
-//   - anything else: a warp per output through precomputed strides.
+//   - anything else: a warp or a block per output through precomputed strides.
 // Chunks' partial results live in scratch and are combined in a fixed order
 // by a second kernel, so every result repeats bit for bit.
 #include <algorithm>
@@ -27,6 +27,7 @@ namespace {
 using ir::DType;
 using ir::Op;
 
+constexpr int kWarp = 32;
 constexpr int64_t kWarpCountLimit = 1024;  // sequences up to this long: a warp each
 constexpr int64_t kMinPerThread = 16;      // a chunk gives each thread at least this many
 constexpr int64_t kMaxSplits = 4096;
@@ -111,7 +112,7 @@ int splits_for(int64_t blocks, int64_t target, int64_t count, int64_t threads_pe
   return int(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
 }
 
-// Fills p's layout, outputs, count and split from the runs; "" or why not.
+// Fills p's layout, outputs, count and splits from the runs; "" or why not.
 std::string plan(const std::vector<Run>& runs, int64_t target_blocks, ReduceParams& p) {
   p.outputs = 1;
   p.count = 1;
@@ -151,10 +152,10 @@ std::string plan(const std::vector<Run>& runs, int64_t target_blocks, ReducePara
     if (tiles > kMaxGrid) return "too many outputs for one grid";
     p.splits = splits_for(tiles, target_blocks, p.count, kReduceBlock / kReduceColumnTile);
   } else {
-    p.threads_per_output = p.count <= kWarpCountLimit ? 32 : kReduceBlock;
+    p.threads_per_output = p.count <= kWarpCountLimit ? kWarp : kReduceBlock;
     int64_t per_block = kReduceBlock / p.threads_per_output;
     if (ceil_div(p.outputs, per_block) > kMaxGrid) return "too many outputs for one grid";
-    p.splits = p.threads_per_output == 32
+    p.splits = p.threads_per_output == kWarp
                    ? 1
                    : splits_for(p.outputs, target_blocks, p.count, p.threads_per_output);
   }
@@ -193,6 +194,7 @@ KernelResult make_reduce_kernel(const KernelRequest& r) {
   p.op = *op;
   p.type = *type;
   p.correction = r.attrs.correction.value_or(1);
+  // 8 blocks of 256 threads fill a multiprocessor (an H200 has 132).
   int64_t target_blocks = 8 * int64_t(r.context.sm_count > 0 ? r.context.sm_count : 132);
   if (std::string why = plan(runs_of(r.inputs[0].shape, r.attrs), target_blocks, p); !why.empty())
     return no_kernel(r, why);

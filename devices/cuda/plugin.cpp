@@ -27,6 +27,7 @@
 #include "ir/json.h"
 #include "nvrtc_cache.h"
 #include "program.h"
+#include "roofline.h"
 
 namespace cuda = sexpgpu::cuda;
 namespace ir = sexpgpu::ir;
@@ -148,11 +149,21 @@ sg_error* probe(const char** out_json, size_t* out_len) {
     for (int i = 0; i < count; ++i) {
       cudaDeviceProp p{};
       if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-      devices.push_back({{"name", p.name},
-                         {"memory_bytes", p.totalGlobalMem},
-                         {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
-                         {"driver", driver_version()},
-                         {"multiprocessors", p.multiProcessorCount}});
+      nlohmann::json d = {
+          {"name", p.name},
+          {"memory_bytes", p.totalGlobalMem},
+          {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
+          {"driver", driver_version()},
+          {"multiprocessors", p.multiProcessorCount}};
+      // The datasheet peaks the trainer's mfu series divides by, for the
+      // GPUs whose datasheet roofline.h knows.
+      cuda::Context named;
+      named.name = p.name;
+      cuda::Roofline r = cuda::roofline_of(named);
+      if (std::string(p.name).find("H100") != std::string::npos ||
+          std::string(p.name).find("H200") != std::string::npos)
+        d["peak_flops"] = {{"bf16", r.tensor_bf16}, {"tf32", r.tensor_tf32}, {"f32", r.fp32}};
+      devices.push_back(std::move(d));
     }
     g_probe_json = nlohmann::json{{"available", reason.empty()},
                                   {"reason", reason},

@@ -18,6 +18,7 @@
 #include "check.h"
 #include "elementwise.h"
 #include "ir/cost.h"
+#include "ir/elementwise.h"
 #include "ir/verify.h"
 #include "kernel.h"
 #include "lower.h"
@@ -51,6 +52,10 @@ struct Step {
   std::vector<NodeId> members;  // a fused group's IR nodes, in order
   ir::DType dtype = ir::DType::F32;  // the result's (the roofline's unit)
   double bytes = 0;                  // read and written, for the roofline
+  // A generated elementwise kernel's group (for multi-tensor launches), and
+  // per input the step that writes it (-1: an input or a constant).
+  std::optional<ElementwiseGroup> group;
+  std::vector<int64_t> producers;
 };
 
 size_t bytes_of(const ir::TensorType& t) {
@@ -104,6 +109,7 @@ class CudaProgram final : public Program {
 
  private:
   std::string plan(const Lowered& lowered);
+  std::string merge_multi_tensor();
   std::optional<ElementwiseGroup> group_of(const Lowered& lowered,
                                            const std::vector<NodeId>& members,
                                            const std::vector<bool>& live,
@@ -124,6 +130,46 @@ class CudaProgram final : public Program {
   std::vector<std::vector<const void*>> seen_once_;  // bindings run eagerly once
   std::string report_;
 };
+
+// Fusion over the lowered graph, so that the casts the lowering inserted
+// fuse too (ir::fuse_elementwise sees only the IR's nodes). Walking back from
+// the last node, an elementwise node joins the group of its readers when
+// they are all elementwise and all in one group, and the node has the
+// group's shape and is not an output; otherwise it starts a group. Each
+// group is then one generated kernel that writes only its last node.
+std::vector<int> fusion_groups(const Lowered& lowered, const std::vector<bool>& live,
+                               const std::vector<bool>& is_output) {
+  size_t count = lowered.nodes.size();
+  std::vector<std::vector<size_t>> readers(count);
+  for (size_t i = 0; i < count; ++i)
+    if (live[i])
+      for (NodeId in : lowered.nodes[i].inputs) readers[size_t(in)].push_back(i);
+  auto fusable = [&](size_t i) {
+    Op op = lowered.nodes[i].op;
+    return live[i] && ir::is_elementwise(op) && op != Op::StopGradient;
+  };
+  std::vector<int> group(count, -1);
+  std::vector<ir::Shape> shape_of_group;
+  for (size_t i = count; i-- > 0;) {
+    if (!fusable(i)) continue;
+    int g = -1;
+    bool joins = !is_output[i] && !readers[i].empty();
+    for (size_t r : readers[i]) {
+      if (!fusable(r) || (g >= 0 && group[r] != g)) {
+        joins = false;
+        break;
+      }
+      g = group[r];
+    }
+    if (joins && lowered.nodes[i].type.shape == shape_of_group[size_t(g)]) {
+      group[i] = g;
+      continue;
+    }
+    group[i] = int(shape_of_group.size());
+    shape_of_group.push_back(lowered.nodes[i].type.shape);
+  }
+  return group;
+}
 
 // A fusion group's lowered nodes as one generated kernel, or nullopt when
 // something outside the group reads a node other than its last, or a
@@ -202,14 +248,11 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   }
 
   // Fusion groups of two or more nodes become one generated kernel each.
-  std::vector<int> group_id(count, -1);
+  std::vector<int> group_id = fusion_groups(lowered, live, is_output);
   std::map<int, std::vector<NodeId>> groups;
-  for (size_t i = 0; i < count; ++i) {
-    NodeId origin = nodes[i].origin;
-    if (origin < 0 || fn_.node(origin).fusion_group < 0 || !live[i]) continue;
-    group_id[i] = fn_.node(origin).fusion_group;
-    groups[group_id[i]].push_back(NodeId(i));
-  }
+  for (size_t i = 0; i < count; ++i)
+    if (group_id[i] >= 0) groups[group_id[i]].push_back(NodeId(i));
+  std::map<size_t, ElementwiseGroup> group_of_last;  // last node -> its group
   std::vector<NodeId> absorbed_into(count, -1);
   std::map<size_t, std::pair<Kernel, ir::NodeIds>> fused_at;  // last node -> (kernel, externals)
   for (const auto& [group, members] : groups) {
@@ -222,6 +265,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
         usable ? group_of(lowered, members, live, group_id, group, externals) : std::nullopt;
     if (!g) continue;
     KernelResult k = make_group_kernel(*g, ctx_);
+    group_of_last[size_t(members.back())] = *g;
     if (!k) return node_label(fn_, nodes[size_t(members.back())].origin, nodes[size_t(members.back())].op) + ": " + k.error();
     for (NodeId id : members)
       if (id != members.back()) absorbed_into[size_t(id)] = members.back();
@@ -237,8 +281,12 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     if (auto fused = fused_at.find(i); fused != fused_at.end()) {
       step_of[i] = steps_.size();
       Step s{fused->second.first, {}, {}, {}, n.origin, n.op, {}};
-      for (NodeId id : groups[group_id[i]])
-        if (nodes[size_t(id)].origin >= 0) s.members.push_back(nodes[size_t(id)].origin);
+      s.group = group_of_last.at(i);
+      for (NodeId id : groups[group_id[i]]) {
+        NodeId origin = nodes[size_t(id)].origin;  // a cast after a node shares its origin
+        if (origin >= 0 && std::find(s.members.begin(), s.members.end(), origin) == s.members.end())
+          s.members.push_back(origin);
+      }
       steps_.push_back(std::move(s));
       continue;
     }
@@ -256,7 +304,14 @@ std::string CudaProgram::plan(const Lowered& lowered) {
       placed[i] = true;
       continue;
     }
-    KernelResult k = make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, ctx_, n.transposed});
+    std::optional<ElementwiseGroup> single;
+    if (ir::is_elementwise(n.op) && n.op != Op::StopGradient) {
+      single = ElementwiseGroup{{GroupNode{n.op, n.attrs, n.type.dtype, {}}}, in_types, n.type};
+      for (size_t k = 0; k < in_types.size(); ++k) single->nodes[0].operands.push_back(-1 - int(k));
+    }
+    KernelResult k = single ? make_group_kernel(*single, ctx_)
+                            : make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, ctx_,
+                                                        n.transposed});
     if (!k) return node_label(fn_, n.origin, n.op) + ": " + k.error();
     if (creation(n.op)) {
       slot[i] = Slot{Slot::Constant, constant_bytes_};
@@ -268,6 +323,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     step_of[i] = steps_.size();
     steps_.push_back(Step{std::move(k).value(), {}, {}, {}, n.origin, n.op, {}});
     if (n.origin >= 0) steps_.back().members.push_back(n.origin);
+    steps_.back().group = std::move(single);
   }
   // Outputs not written by their own kernel (inputs, constants, aliases,
   // one node named twice) are copied at the end.
@@ -344,6 +400,9 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     auto fused = fused_at.find(i);
     for (NodeId in : fused != fused_at.end() ? fused->second.second : n.inputs) {
       s.inputs.push_back(slot[size_t(in)]);
+      Slot::Kind kind = slot[size_t(in)].kind;
+      bool computed = kind == Slot::Arena || kind == Slot::Output;
+      s.producers.push_back(computed ? int64_t(step_of[root[size_t(in)]]) : -1);
       s.bytes += double(bytes_of(nodes[size_t(in)].type));
     }
   }
@@ -357,6 +416,83 @@ std::string CudaProgram::plan(const Lowered& lowered) {
                           {}});
     steps_.back().bytes = 2.0 * double(bytes_of(nodes[id].type));
   }
+  return merge_multi_tensor();
+}
+
+bool multi_tensor_enabled() {
+  const char* v = std::getenv("SEXPGPU_CUDA_MULTI_TENSOR");
+  return v && std::string(v) == "1";
+}
+
+// Steps running the same shape-free generated code that write function
+// outputs (an optimizer's update: one group per parameter) become one
+// multi-tensor launch at the first member's place. A step joins only when
+// everything it reads is ready there (written by a step that runs earlier,
+// possibly itself moved up with its own class, or an input or constant);
+// its output is the caller's buffer, outside the arena, so computing it
+// earlier disturbs no other buffer's life.
+std::string CudaProgram::merge_multi_tensor() {
+  if (!multi_tensor_enabled()) return {};
+  struct Class {
+    std::string key;
+    std::vector<size_t> members;
+  };
+  std::vector<Class> classes;
+  std::map<std::string, size_t> open;  // key -> its latest class
+  std::vector<int64_t> class_of(steps_.size(), -1);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    if (!s.group || !shape_free(*s.group) || s.output.kind != Slot::Output ||
+        s.kernel.scratch_bytes > 0)
+      continue;
+    std::string key = shape_free_key(*s.group);
+    auto it = open.find(key);
+    if (it != open.end()) {
+      Class& c = classes[it->second];
+      size_t first = c.members.front();
+      // A producer in a class runs at that class's first member.
+      auto ready_at = [&](int64_t p) {
+        return p >= 0 && class_of[size_t(p)] >= 0
+                   ? int64_t(classes[size_t(class_of[size_t(p)])].members.front())
+                   : p;
+      };
+      bool ready = std::all_of(s.producers.begin(), s.producers.end(),
+                               [&](int64_t p) { return ready_at(p) < int64_t(first); });
+      if (ready && c.members.size() < multi_group_capacity(*s.group)) {
+        c.members.push_back(i);
+        class_of[i] = int64_t(it->second);
+        continue;
+      }
+    }
+    open[key] = classes.size();
+    class_of[i] = int64_t(classes.size());
+    classes.push_back(Class{key, {i}});
+  }
+  std::vector<Step> merged;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (class_of[i] < 0 || classes[size_t(class_of[i])].members.size() < 2) {
+      merged.push_back(std::move(steps_[i]));
+      continue;
+    }
+    const Class& c = classes[size_t(class_of[i])];
+    if (c.members.front() != i) continue;  // launched with its class's first member
+    std::vector<ElementwiseGroup> groups;
+    Step step{{}, {}, {}, {}, steps_[i].origin, steps_[i].op, {}};
+    step.dtype = steps_[i].dtype;
+    for (size_t m : c.members) {
+      Step& member = steps_[m];
+      groups.push_back(*member.group);
+      step.inputs.insert(step.inputs.end(), member.inputs.begin(), member.inputs.end());
+      step.inputs.push_back(member.output);
+      step.members.insert(step.members.end(), member.members.begin(), member.members.end());
+      step.bytes += member.bytes;
+    }
+    KernelResult k = make_multi_group_kernel(groups, ctx_);
+    if (!k) return node_label(fn_, step.origin, step.op) + ": " + k.error();
+    step.kernel = std::move(k).value();
+    merged.push_back(std::move(step));
+  }
+  steps_ = std::move(merged);
   return {};
 }
 

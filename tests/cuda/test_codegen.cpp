@@ -4,6 +4,9 @@
 // group with casts and broadcasting, go through NVRTC in one unit. NVRTC
 // needs no GPU, so this runs in CI; the values are checked on a GPU by the
 // conformance suite.
+#include <stdlib.h>
+
+#include <filesystem>
 #include <set>
 
 #include "catch.hpp"
@@ -19,7 +22,18 @@ using ir::Op;
 
 namespace {
 
+// Every test compiles for real: a fresh, empty kernel cache.
+void fresh_kernel_cache() {
+  static std::string dir = [] {
+    char name[] = "/tmp/sexpgpu-cuda-test-XXXXXX";
+    return std::string(mkdtemp(name) ? name : "/tmp");
+  }();
+  std::filesystem::remove_all(dir + "/cuda");
+  setenv("SEXPGPU_CACHE_DIR", dir.c_str(), 1);
+}
+
 cuda::Context plan_context(cuda::NvrtcCache& cache) {
+  fresh_kernel_cache();
   cuda::Context c;
   c.plan_only = true;
   c.name = "NVIDIA H200";
@@ -87,6 +101,7 @@ TEST_CASE("every elementwise op at every dtype generates a kernel NVRTC compiles
   INFO(e);
   CHECK(e.empty());
   CHECK(cache.stats().kernels > 0);
+  CHECK(cache.stats().builds == 1);  // compiled, not read from a cache
 }
 
 TEST_CASE("a fused group with casts and broadcast operands generates one kernel",
@@ -134,4 +149,41 @@ TEST_CASE("outputs of more than 2^31 elements index in 64 bits", "[cuda][codegen
   std::string e = cache.build(false);
   INFO(e);
   CHECK(e.empty());
+}
+
+TEST_CASE("shape-free groups of one code make one multi-tensor kernel", "[cuda][codegen]") {
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = plan_context(cache);
+  // An AdamW-like moment update p' = b*m + (1-b)*g over three parameter
+  // shapes, the coefficient a scalar: the same code for every shape.
+  ir::Attrs none;
+  auto moment = [&](ir::Shape shape) {
+    ir::TensorType t{DType::F32, shape}, scalar{DType::F32, ir::Shape{}};
+    return cuda::ElementwiseGroup{{{Op::Mul, none, DType::F32, {-1, -2}},
+                                   {Op::Mul, none, DType::F32, {-3, -4}},
+                                   {Op::Add, none, DType::F32, {0, 1}}},
+                                  {scalar, t, scalar, t},
+                                  t};
+  };
+  std::vector<cuda::ElementwiseGroup> groups = {moment(ir::Shape{{768, 2304}}),
+                                                moment(ir::Shape{{2304}}), moment(ir::Shape{{7}})};
+  for (const auto& g : groups) REQUIRE(cuda::shape_free(g));
+  CHECK(cuda::shape_free_key(groups[0]) == cuda::shape_free_key(groups[2]));
+  // Broadcasting other than from a scalar is not shape-free.
+  cuda::ElementwiseGroup bias = moment(ir::Shape{{4, 8}});
+  bias.externals[0] = ir::TensorType{DType::F32, ir::Shape{{8}}};
+  CHECK_FALSE(cuda::shape_free(bias));
+  // 5 pointers and two counts a member: hundreds fit in a launch's parameters.
+  CHECK(cuda::multi_group_capacity(groups[0]) >= 500);
+  cuda::KernelResult k = cuda::make_multi_group_kernel(groups, ctx);
+  REQUIRE(k);
+  CHECK(k->name.find("multi-tensor x3") == 0);
+  std::string source = cuda::multi_group_source(groups[0], 3, "mt");
+  CHECK(source.find("e[3]") != std::string::npos);
+  std::string e = cache.build(false);
+  INFO(e);
+  CHECK(e.empty());
+  // Groups of other code are refused.
+  groups.push_back(bias);
+  CHECK_FALSE(cuda::make_multi_group_kernel(groups, ctx));
 }

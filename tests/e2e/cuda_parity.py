@@ -3,8 +3,9 @@
 Runs the first 50 steps of examples/mlp.lisp and of examples/charlm.lisp
 --variant tiny on both devices from the same seed and compares every step's
 loss: f32 within 1e-4 relative, bf16 within 2e-2. Then --deterministic on
-the GPU twice gives identical losses, and the MLP trained on the GPU
-reaches its test-accuracy target.
+the GPU twice gives identical losses, a deterministic run stopped with
+SIGTERM and resumed ends with the same bytes as one never stopped, and the
+MLP trained on the GPU reaches its test-accuracy target.
 
 Needs a GPU: exits 77 (a skip) when `sexpgpu doctor` says the cuda device
 cannot serve, printing why. Needs the data of the examples (Fashion-MNIST,
@@ -13,12 +14,15 @@ overridden by $SEXPGPU_FORTUNES when set.
 
     cuda_parity.py SEXPGPU SOURCE_DIR
 """
+import filecmp
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 binary, source = sys.argv[1], sys.argv[2]
 failures = 0
@@ -121,6 +125,32 @@ def main():
         rc2, b, _ = run(file, os.path.join(tmp, "det2"), "cuda", flags)
         check("charlm --deterministic twice", rc1 == 0 and rc2 == 0 and a == b and len(a) >= 50,
               "%d and %d steps, %s" % (len(a), len(b), "identical" if a == b else "different"))
+
+        # --deterministic --resume: SIGTERM after the first checkpoint, then
+        # resume; the final parameters and optimizer state are the same bytes.
+        resume_file = os.path.join(source, "tests/e2e/runs/resume.lisp")
+        det = ["--device", "cuda", "--deterministic", "--quiet"]
+        whole = os.path.join(tmp, "whole")
+        subprocess.run([binary, "run", resume_file, "--out", whole] + det, capture_output=True)
+        cut = os.path.join(tmp, "cut")
+        p = subprocess.Popen([binary, "run", resume_file, "--out", cut] + det,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(3000):
+            if os.path.exists(os.path.join(cut, "checkpoints", "latest")) or p.poll() is not None:
+                break
+            time.sleep(0.01)
+        p.send_signal(signal.SIGTERM)
+        stopped = p.wait()
+        r = subprocess.run([binary, "run", resume_file, "--out", cut, "--resume", "latest"] + det,
+                           capture_output=True, text=True)
+        finals = [(os.path.join(whole, "checkpoints", "latest", f),
+                   os.path.join(cut, "checkpoints", "latest", f))
+                  for f in ("model.safetensors", "optimizer.safetensors")]
+        same = all(os.path.exists(a) and os.path.exists(b) and filecmp.cmp(a, b, shallow=False)
+                   for a, b in finals)
+        check("--deterministic SIGTERM and --resume on cuda", stopped == 75 and r.returncode == 0 and same,
+              "stopped with %d, resumed with %d, final bytes %s" %
+              (stopped, r.returncode, "identical" if same else "different"))
 
         # The MLP's whole run on the GPU reaches its target.
         out = os.path.join(tmp, "mlp-full")
