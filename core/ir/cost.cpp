@@ -56,9 +56,12 @@ double conv_flops(const Function& fn, const Node& n) {
   }
 }
 
+// attention: q k^T and p v. attention_grad recomputes q k^T and does four
+// more products of the same size (dv, dp, dq, dk): 2.5 times the forward.
 double attention_flops(const Function& fn, const Node& n) {
-  const Shape& k = fn.type(n.inputs[1]).shape;  // [B,H,Tk,D]; the result is q's [B,H,Tq,D]
-  double flops = 4 * numel(n.type) * double(k[2]);
+  const Shape& k = fn.type(n.inputs[1]).shape;  // [B,H,Tk,D]; q is [B,H,Tq,D]
+  double forward = 4 * input_numel(fn, n, 0) * double(k[2]);
+  double flops = n.op == Op::AttentionGrad ? 2.5 * forward : forward;
   return n.attrs.causal.value_or(false) ? flops / 2 : flops;
 }
 
@@ -90,7 +93,8 @@ double node_flops(const Function& fn, const Node& n) {
     case Rule::AxisSameFloat:
     case Rule::CrossEntropy: return 5 * input_numel(fn, n, 0);
     case Rule::Norm: return (n.op == Op::LayerNorm ? 7 : 4) * input_numel(fn, n, 0);
-    case Rule::Attention: return attention_flops(fn, n);
+    case Rule::Attention:
+    case Rule::AttentionGrad: return attention_flops(fn, n);
     case Rule::Conv2d:
     case Rule::Conv2dGrad: return conv_flops(fn, n);
     case Rule::Pool2d: return pool_window(n) * numel(n.type);

@@ -11,9 +11,11 @@
 //   attention           the two products q·kᵀ and p·v: 4·B·H·Tq·Tk·D, halved
 //                       under `causal` (half the scores are masked); the
 //                       softmax between them (a few per score, not 4·D) is
-//                       left out. Attention has no backward op: its gradient
-//                       rule stages five matmuls, counted as such (2.5 times
-//                       the forward, without the causal halving)
+//                       left out. attention_grad (its gradient, with q·kᵀ
+//                       recomputed) the five products of the backward, 2.5
+//                       times the forward (10·B·H·Tq·Tk·D), halved the same
+//                       way. A float mask's gradient rule stages matmuls
+//                       instead, counted as such
 //   elementwise         one per result element, transcendentals included (exp,
 //                       tanh and gelu count as one like add); a fused group is
 //                       the sum of its members

@@ -57,6 +57,7 @@ constexpr bool is_elementwise(Op op) {
     case Rule::CrossEntropy:
     case Rule::Norm:
     case Rule::Attention:
+    case Rule::AttentionGrad:
     case Rule::Conv2d:
     case Rule::Conv2dGrad:
     case Rule::Pool2d:

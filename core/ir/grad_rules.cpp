@@ -120,6 +120,7 @@ Result<Cotangents> vjp(Builder& b, NodeId id, NodeId g, const std::vector<bool>&
     case Op::RandomUniform:
     case Op::RandomBernoulli:
     case Op::StopGradient:
+    case Op::AttentionGrad:
       return Result<Cotangents>::failure("'" + std::string(info(node.op).ir_name) +
                                          "' has no gradient");
   }

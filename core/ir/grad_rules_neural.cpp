@@ -1,8 +1,9 @@
 // Gradient rules of the fused neural ops, written out in primitive IR ops:
-// softmax, log_softmax, cross_entropy, layer_norm, rms_norm, attention (its
-// probabilities recomputed from q and k), and conv2d and the pools through
-// their gradient helpers, which are linear in g and so have their own
-// adjoints here too.
+// softmax, log_softmax, cross_entropy, layer_norm, rms_norm, attention
+// (through the fused attention_grad op, or written out with its
+// probabilities recomputed from q and k where a float mask needs its own
+// gradient), and conv2d and the pools through their gradient helpers, which
+// are linear in g and so have their own adjoints here too.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -85,17 +86,22 @@ Cotangents norm(const Vjp& v) {
   return out;
 }
 
+double attention_scale(const Vjp& v) {
+  return v.node.attrs.scale.value_or(1.0 / std::sqrt(double(v.e.shape(v.in(0))[3])));
+}
+
 // attention: s = q k^T scale (+ mask, or -inf where a bool mask or
 // causality hides a key), p = softmax(s), o = p v. Backward: dv = p^T g,
 // dp = g v^T, ds = p (dp - sum(dp p)), dq = ds k scale, dk = ds^T q scale,
-// and a float mask gets ds.
-Cotangents attention(const Vjp& v) {
+// and a float mask gets ds. Written out, it holds the [B,H,Tq,Tk] scores:
+// used only where a float mask needs its own gradient ds.
+Cotangents attention_decomposed(const Vjp& v) {
   Emit& e = v.e;
   DType d = v.dt();
   NodeId q = v.in_as_result(0), k = v.in_as_result(1);
   const Shape &qs = e.shape(q), &ks = e.shape(k);
   int64_t tq = qs[2], tk = ks[2];
-  double scale = v.node.attrs.scale.value_or(1.0 / std::sqrt(double(qs[3])));
+  double scale = attention_scale(v);
   NodeId s = e.scale(e.op(Op::MatMul, {q, e.swap_last2(k)}), scale);
   bool has_mask = v.node.inputs.size() == 4;
   if (has_mask) {
@@ -118,6 +124,35 @@ Cotangents attention(const Vjp& v) {
   if (v.want(1))
     out[1] = e.cast(e.scale(e.op(Op::MatMul, {e.swap_last2(ds), q}), scale), e.dtype(v.in(1)));
   if (has_mask && v.want(3)) out[3] = e.unbroadcast(ds, e.type(v.in(3)));
+  return out;
+}
+
+// The same gradient as one attention_grad node (ops.def), which a device
+// runs as a flash-attention backward, and dq, dk, dv sliced out of its
+// result. Its operands are all of the attention's result dtype, o being
+// the attention node itself; attention's shape rule already gives q, k and
+// v one D, as attention_grad needs.
+Cotangents attention(const Vjp& v) {
+  Emit& e = v.e;
+  bool has_mask = v.node.inputs.size() == 4;
+  bool bool_mask = has_mask && is_bool(e.dtype(v.in(3)));
+  if (has_mask && !bool_mask) return attention_decomposed(v);
+  Cotangents out(v.node.inputs.size());
+  if (!v.want(0) && !v.want(1) && !v.want(2)) return out;
+  Attrs a;
+  a.scale = attention_scale(v);
+  a.causal = v.node.attrs.causal;
+  NodeId q = v.in_as_result(0), k = v.in_as_result(1), val = v.in_as_result(2);
+  NodeId grads = has_mask ? e.op(Op::AttentionGrad, {q, k, val, v.self, v.g, v.in(3)}, a)
+                          : e.op(Op::AttentionGrad, {q, k, val, v.self, v.g}, a);
+  const Shape &qs = e.shape(q), &ks = e.shape(k);
+  int64_t tq = qs[2], tk = ks[2];
+  int64_t rows[] = {0, tq, tq + tk, tq + 2 * tk};  // dq, dk, dv along axis 2
+  for (size_t i = 0; i < 3; ++i) {
+    if (!v.want(i)) continue;
+    Dims starts{0, 0, rows[i], 0}, ends{qs[0], qs[1], rows[i + 1], qs[3]};
+    out[i] = e.cast(e.slice(grads, starts, ends, {1, 1, 1, 1}), e.dtype(v.in(i)));
+  }
   return out;
 }
 

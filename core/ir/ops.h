@@ -51,6 +51,7 @@ enum class Rule : uint8_t {
   CrossEntropy,   // (logits [..., C], integer targets [...]) by `reduction`
   Norm,           // (x, weight [, bias]) with weight/bias of shape [last]; float
   Attention,      // (q, k, v [, mask]) of [B,H,T,D]
+  AttentionGrad,  // (q, k, v, o, g [, bool mask]) -> [B,H,Tq+2Tk,D]: dq, dk, dv
   Conv2d,         // (x NCHW, w OIHW) with stride, padding, dilation, groups
   Conv2dGrad,     // -> `shape`, the promoted dtype of both operands
   Pool2d,         // x NCHW with kernel, stride, padding

@@ -170,6 +170,7 @@ Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const Attrs
     case Rule::CrossEntropy: return rules::cross_entropy(op, in, attrs);
     case Rule::Norm: return rules::norm(op, in, attrs);
     case Rule::Attention: return rules::attention(op, in, attrs);
+    case Rule::AttentionGrad: return rules::attention_grad(op, in, attrs);
     case Rule::Conv2d: return rules::conv2d(op, in, attrs);
     case Rule::Conv2dGrad: return rules::conv2d_grad(op, in, attrs);
     case Rule::Pool2d: return rules::pool2d(op, in, attrs);

@@ -49,6 +49,28 @@ Result<Shape> rank4_shape_attr(const Attrs& attrs) {
   return s;
 }
 
+// q, k, v of [B,H,T,D] with one B, H and D, and k and v of one T: "" or why not.
+std::string qkv_error(std::span<const TensorType> in) {
+  const char* names[] = {"q", "k", "v"};
+  for (int i = 0; i < 3; ++i)
+    if (std::string m = shape_of_rank4(names[i], in[i]); !m.empty())
+      return m + "; q, k, v are [B,H,T,D]";
+  const Shape &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
+  for (int i = 1; i < 3; ++i) {
+    const Shape& s = in[i].shape;
+    if (s[0] != q[0] || s[1] != q[1] || s[3] != q[3])
+      return std::string(names[i]) + " and q differ in B, H or D ([B,H,T,D])";
+  }
+  if (k[2] != v[2]) return "k and v need the same T (axis 2)";
+  return "";
+}
+
+// The scores' shape [B,H,Tq,Tk], which a mask broadcasts to.
+Shape scores_shape(std::span<const TensorType> in) {
+  const Shape &q = in[0].shape, &k = in[1].shape;
+  return Shape{q[0], q[1], q[2], k[2]};
+}
+
 }  // namespace
 
 R axis_same_float(Op op, std::span<const TensorType> in, const Attrs& attrs) {
@@ -98,17 +120,7 @@ R attention(Op op, std::span<const TensorType> in, const Attrs&) {
   if (in.size() != 3 && in.size() != 4)
     return fail(op, in,
                 "takes q, k, v and an optional mask, given " + str(in.size()) + " tensor operands");
-  const char* names[] = {"q", "k", "v"};
-  for (int i = 0; i < 3; ++i)
-    if (std::string m = shape_of_rank4(names[i], in[i]); !m.empty())
-      return fail(op, in, m + "; q, k, v are [B,H,T,D]");
-  const Shape &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
-  for (int i = 1; i < 3; ++i) {
-    const Shape& s = in[i].shape;
-    if (s[0] != q[0] || s[1] != q[1] || s[3] != q[3])
-      return fail(op, in, std::string(names[i]) + " and q differ in B, H or D ([B,H,T,D])");
-  }
-  if (k[2] != v[2]) return fail(op, in, "k and v need the same T (axis 2)");
+  if (std::string m = qkv_error(in); !m.empty()) return fail(op, in, m);
   DType dtype = float_of(promote(promote(in[0].dtype, in[1].dtype), in[2].dtype));
   if (in.size() == 4) {
     const TensorType& mask = in[3];
@@ -116,11 +128,43 @@ R attention(Op op, std::span<const TensorType> in, const Attrs&) {
       return fail(op, in,
                   "the mask's dtype must be bool (true = keep) or a float (added), not " +
                       std::string(ir_name(mask.dtype)));
-    Shape scores{q[0], q[1], q[2], k[2]};
+    Shape scores = scores_shape(in);
     if (!broadcastable_to(mask.shape, scores))
       return fail(op, in, "the mask: " + broadcast_to_error(mask, scores) + " ([B,H,Tq,Tk])");
   }
-  return TensorType{dtype, Shape{q[0], q[1], q[2], v[3]}};
+  const Shape& q = in[0].shape;
+  return TensorType{dtype, Shape{q[0], q[1], q[2], in[2].shape[3]}};
+}
+
+// attention_grad (q, k, v, o, g [, bool mask]) -> dq, dk, dv stacked along
+// axis 2. The gradient rule casts the five values to the attention's result
+// dtype, so one dtype is all a kernel has to handle.
+R attention_grad(Op op, std::span<const TensorType> in, const Attrs&) {
+  if (in.size() != 5 && in.size() != 6)
+    return fail(op, in,
+                "takes q, k, v, o, g and an optional bool mask, given " + str(in.size()) +
+                    " tensor operands");
+  if (std::string m = qkv_error(in); !m.empty()) return fail(op, in, m);
+  DType dtype = in[0].dtype;
+  for (int i = 0; i < 5; ++i)
+    if (!is_float(in[size_t(i)].dtype) || in[size_t(i)].dtype != dtype)
+      return fail(op, in, "q, k, v, o and g need one float dtype");
+  const Shape &q = in[0].shape, &k = in[1].shape;
+  for (int i = 3; i < 5; ++i)
+    if (!(in[size_t(i)].shape == q))
+      return fail(op, in,
+                  std::string(i == 3 ? "o" : "g") + " should have q's shape " + q.to_string());
+  if (in.size() == 6) {
+    const TensorType& mask = in[5];
+    if (!is_bool(mask.dtype))
+      return fail(
+          op, in,
+          "the mask's dtype must be bool (true = keep), not " + std::string(ir_name(mask.dtype)));
+    Shape scores = scores_shape(in);
+    if (!broadcastable_to(mask.shape, scores))
+      return fail(op, in, "the mask: " + broadcast_to_error(mask, scores) + " ([B,H,Tq,Tk])");
+  }
+  return TensorType{dtype, Shape{q[0], q[1], q[2] + 2 * k[2], q[3]}};
 }
 
 R conv2d(Op op, std::span<const TensorType> in, const Attrs& attrs) {

@@ -72,7 +72,8 @@ Need required_attrs(Op op) {
     case Op::Pad: return {A::pads, A::value};
     case Op::LayerNorm:
     case Op::RmsNorm: return {A::eps};
-    case Op::Attention: return {A::scale};
+    case Op::Attention:
+    case Op::AttentionGrad: return {A::scale};
     case Op::Conv2d: return {A::stride, A::padding, A::dilation, A::groups};
     case Op::Conv2dGradInput:
     case Op::Conv2dGradWeight: return {A::shape, A::stride, A::padding, A::dilation, A::groups};

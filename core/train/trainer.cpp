@@ -164,8 +164,7 @@ void Trainer::set_peak_flops() {
   const json& devices = device_->probe().value("devices", json::array());
   if (!devices.is_array() || ordinal >= devices.size()) return;
   const json& peak = devices[ordinal].value("peak_flops", json::object());
-  if (peak.is_object() && peak.contains(run_.run.precision) &&
-      peak[run_.run.precision].is_number())
+  if (peak.is_object() && peak.contains(run_.run.precision) && peak[run_.run.precision].is_number())
     peak_flops_ = peak[run_.run.precision].get<double>();
 }
 

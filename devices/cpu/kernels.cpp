@@ -86,7 +86,8 @@ KernelResult make_kernel(const KernelRequest& r) {
     case ir::Op::CrossEntropy:
     case ir::Op::LayerNorm:
     case ir::Op::RmsNorm: return make_nn_kernel(r);
-    case ir::Op::Attention: return make_attention_kernel(r);
+    case ir::Op::Attention:
+    case ir::Op::AttentionGrad: return make_attention_kernel(r);
     case ir::Op::Conv2d:
     case ir::Op::Conv2dGradInput:
     case ir::Op::Conv2dGradWeight: return make_conv_kernel(r);

@@ -58,6 +58,7 @@ std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& 
       if (n.inputs.size() > 3 && in(3) != DType::Bool) s.value_operands.push_back(3);
       return s;
     }
+    case Rule::AttentionGrad: return ComputeSpec{out, {0, 1, 2, 3, 4}};  // the mask is bool
     case Rule::Where:
     case Rule::Cast:
     case Rule::FromAttrs:
@@ -78,11 +79,13 @@ std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& 
 DType widened(DType c, Op op, const LowerOptions& options) {
   bool half = c == DType::BF16 || c == DType::F16;
   if (half && op == Op::MatMul && options.native_half_matmul) return c;
+  bool attention = op == Op::Attention || op == Op::AttentionGrad;
+  if (half && attention && options.native_half_attention) return c;
   if (half) return DType::F32;
   Rule rule = ir::info(op).rule;
   bool float_only = rule == Rule::AxisSameFloat || rule == Rule::CrossEntropy ||
-                    rule == Rule::Norm || rule == Rule::Attention || rule == Rule::Pool2d ||
-                    rule == Rule::Pool2dGrad;
+                    rule == Rule::Norm || rule == Rule::Attention || rule == Rule::AttentionGrad ||
+                    rule == Rule::Pool2d || rule == Rule::Pool2dGrad;
   if (float_only && !ir::is_float(c)) return DType::F64;  // exact for every i32/u8/u16/bool value
   if (c == DType::Bool) return DType::U8;
   return c;

@@ -36,6 +36,9 @@ struct LowerOptions {
   // units take them and accumulate in f32, as CUDA's do) instead of
   // computing in f32 and rounding after.
   bool native_half_matmul = false;
+  // attention and attention_grad of bf16/f16 keep their dtype likewise (a
+  // device with a flash-attention kernel that takes them).
+  bool native_half_attention = false;
 };
 
 Lowered lower(const ir::Function& fn, const LowerOptions& options = {});

@@ -1,6 +1,8 @@
-// The attention kernel's launch interface (attention.cu), plain enough for
-// nvcc: what kernels_attention.cpp resolves at compile time, and the
-// launcher that enqueues the flash-attention kernel on a stream.
+// The attention kernels' launch interface, plain enough for nvcc: what
+// kernels_attention.cpp resolves at compile time, and the launchers that
+// enqueue the kernels on a stream. attention and attention_grad of f32 and
+// f64 run on CUDA cores (attention.cu, flash_grad_cores.cu); of bf16 and f16
+// on tensor cores (flash_forward.cu, flash_backward.cu).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,7 +12,7 @@
 
 namespace sexpgpu::cuda {
 
-enum class AttentionDType : int { F32, F64 };
+enum class AttentionDType : int { F32, F64, BF16, F16 };
 enum class AttentionMask : int { None, Bool, Additive };
 
 // q [B,H,Tq,D], k and v [B,H,Tk,D], out [B,H,Tq,D], all dense; the mask,
@@ -42,14 +44,69 @@ struct AttentionTiling {
   int64_t head_dim;  // d rounded up to the kernel's compiled size
   size_t shared_bytes;
 };
-AttentionTiling attention_tiling(const AttentionParams& p);
 
+// f32 and f64 on CUDA cores (attention.cu).
+AttentionTiling attention_tiling(const AttentionParams& p);
 // Lets the kernel for p's tiling use its shared memory (above 48 KiB a
 // kernel must opt in); once, before the first launch, on the device.
 cudaError_t prepare_attention(const AttentionParams& p);
-
 // One block per (batch*head, tile of queries); p's sizes must be non-empty
 // (B*H, Tq and D all > 0).
 cudaError_t launch_attention(const AttentionParams& p, cudaStream_t stream);
+
+// bf16 and f16 on tensor cores (flash_forward.cu), the same contract.
+AttentionTiling flash_attention_tiling(const AttentionParams& p);
+cudaError_t prepare_flash_attention(const AttentionParams& p);
+cudaError_t launch_flash_attention(const AttentionParams& p, cudaStream_t stream);
+
+// attention_grad: `attention` holds q, k, v, the mask (bool only) and the
+// sizes, scale and causality as for the forward (its `out` is unused); o
+// and g are [B,H,Tq,D], out [B,H,Tq+2Tk,D] (dq, dk, dv along axis 2).
+// row_stats is scratch of attention_grad_stats_bytes: per query row its
+// log-sum-exp, then per query row rowsum(g * o), in f64 for f64 and f32
+// otherwise.
+struct AttentionGradParams {
+  AttentionParams attention;
+  const void* o = nullptr;
+  const void* g = nullptr;
+  void* out = nullptr;
+  void* row_stats = nullptr;
+};
+
+inline size_t attention_grad_stats_bytes(const AttentionGradParams& p) {
+  const AttentionParams& a = p.attention;
+  size_t element = a.dtype == AttentionDType::F64 ? sizeof(double) : sizeof(float);
+  return 2 * size_t(a.batch * a.heads * a.tq) * element;
+}
+
+// Three kernels: the row statistics (one block per batch*head and tile of
+// queries), dk and dv (one block per batch*head and tile of keys, looping
+// over queries), dq (one block per batch*head and tile of queries, looping
+// over keys); no atomics, so results repeat bit for bit.
+struct AttentionGradPlan {
+  int64_t largest_grid_y;  // the most tiles of one batch*head any kernel launches
+  size_t shared_bytes;     // the most shared memory any of the kernels needs
+};
+
+// f32 and f64 on CUDA cores (flash_grad_cores.cu), d <= kAttentionMaxHeadDim;
+// B*H and D > 0 (Tq or Tk may be 0: the kernels with no rows are skipped).
+AttentionGradPlan attention_grad_plan(const AttentionGradParams& p);
+cudaError_t prepare_attention_grad(const AttentionGradParams& p);
+cudaError_t launch_attention_grad(const AttentionGradParams& p, cudaStream_t stream);
+
+// bf16 and f16 on tensor cores (flash_backward.cu), d <= kFlashGradMaxHeadDim
+// (above it dk and dv no longer fit in registers: the factory widens to f32).
+inline constexpr int64_t kFlashGradMaxHeadDim = 128;
+AttentionGradPlan flash_attention_grad_plan(const AttentionGradParams& p);
+cudaError_t prepare_flash_attention_grad(const AttentionGradParams& p);
+cudaError_t launch_flash_attention_grad(const AttentionGradParams& p, cudaStream_t stream);
+
+// n elements of a bf16/f16 (`half`) array to f32 and back (round to nearest
+// even), for attention_grad of a head dimension the tensor-core kernels do
+// not take (flash_grad_cores.cu); n > 0.
+cudaError_t launch_widen_to_f32(const void* in, float* out, int64_t n, AttentionDType half,
+                                cudaStream_t stream);
+cudaError_t launch_narrow_from_f32(const float* in, void* out, int64_t n, AttentionDType half,
+                                   cudaStream_t stream);
 
 }  // namespace sexpgpu::cuda

@@ -25,9 +25,9 @@ inline std::string launch_error(const char* kernel) {
 
 // Returns the message from the enclosing function (which returns
 // std::string) when the CUDA call fails.
-#define SG_CUDA_RETURN_IF_ERROR(call)                                                    \
-  do {                                                                                    \
-    if (std::string sg_cuda_error_ = ::sexpgpu::cuda::cuda_error((call), #call);         \
-        !sg_cuda_error_.empty())                                                          \
-      return sg_cuda_error_;                                                              \
+#define SG_CUDA_RETURN_IF_ERROR(call)                                            \
+  do {                                                                           \
+    if (std::string sg_cuda_error_ = ::sexpgpu::cuda::cuda_error((call), #call); \
+        !sg_cuda_error_.empty())                                                 \
+      return sg_cuda_error_;                                                     \
   } while (0)

@@ -24,10 +24,10 @@ struct Context {
   // the GPU; Kernel::prepare is never called.
   bool plan_only = false;
   int ordinal = 0;
-  std::string name;                  // "NVIDIA H200"
+  std::string name;  // "NVIDIA H200"
   size_t memory_bytes = 0;
-  int sm_count = 0;                  // multiprocessors, for grid sizing
-  int compute_capability = 0;        // 90 for an H100/H200
+  int sm_count = 0;                    // multiprocessors, for grid sizing
+  int compute_capability = 0;          // 90 for an H100/H200
   size_t shared_memory_per_block = 0;  // the opt-in maximum, bytes
   // --deterministic: results repeat bit for bit, so no kernel may use
   // floating-point atomics or an algorithm whose summation order varies.

@@ -279,18 +279,18 @@ std::string body(const ElementwiseGroup& g, const std::vector<std::string>& offs
   for (size_t k = 0; k < g.externals.size(); ++k)
     s += std::string("    const ") + value_type(g.externals[k].dtype) + " x" + std::to_string(k) +
          " = " +
-         load(g.externals[k].dtype, in_prefix + std::to_string(k) + "[" + offsets[k] + "]") +
-         ";\n";
+         load(g.externals[k].dtype, in_prefix + std::to_string(k) + "[" + offsets[k] + "]") + ";\n";
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     const GroupNode& node = g.nodes[j];
     std::vector<Operand> in;
     for (int k : node.operands)
-      in.push_back(k >= 0 ? Operand{"v" + std::to_string(k), g.nodes[size_t(k)].dtype}
-                          : Operand{"x" + std::to_string(-1 - k), g.externals[size_t(-1 - k)].dtype});
+      in.push_back(k >= 0
+                       ? Operand{"v" + std::to_string(k), g.nodes[size_t(k)].dtype}
+                       : Operand{"x" + std::to_string(-1 - k), g.externals[size_t(-1 - k)].dtype});
     ir::Result<std::string> e = expression(node, in);
     if (!e) return "#error " + std::string(ir::info(node.op).ir_name) + ": " + e.error() + "\n";
-    s += std::string("    const ") + value_type(node.dtype) + " v" + std::to_string(j) + " = " + *e +
-         ";\n";
+    s += std::string("    const ") + value_type(node.dtype) + " v" + std::to_string(j) + " = " +
+         *e + ";\n";
   }
   s += "    " + out + "[i] = " + store(g.output.dtype, "v" + std::to_string(g.nodes.size() - 1)) +
        ";\n";
@@ -310,8 +310,9 @@ std::string group_source(const ElementwiseGroup& g, const std::string& name) {
          std::to_string(k) + ", ";
   s += std::string(storage_type(g.output.dtype)) + "* __restrict__ out, long long n) {\n";
   const std::string cast = std::string("(") + idx + ")";
-  s += std::string("  for (") + idx + " i = " + cast + "blockIdx.x * blockDim.x + threadIdx.x; i < " +
-       cast + "n; i += " + cast + "gridDim.x * blockDim.x) {\n";
+  s += std::string("  for (") + idx + " i = " + cast +
+       "blockIdx.x * blockDim.x + threadIdx.x; i < " + cast + "n; i += " + cast +
+       "gridDim.x * blockDim.x) {\n";
   std::vector<std::string> offsets;
   bool coordinates = false;
   for (size_t k = 0; k < g.externals.size(); ++k) {
@@ -326,7 +327,8 @@ std::string group_source(const ElementwiseGroup& g, const std::string& name) {
         s += std::string("    const ") + idx + " " + c + " = rest;\n";
       } else {
         std::string d = std::to_string(w.dims[a]);
-        s += std::string("    const ") + idx + " " + c + " = rest % " + d + "; rest /= " + d + ";\n";
+        s +=
+            std::string("    const ") + idx + " " + c + " = rest % " + d + "; rest /= " + d + ";\n";
       }
     }
   }
@@ -340,7 +342,8 @@ KernelResult make_group_kernel(const ElementwiseGroup& g, Context& context) {
   for (const GroupNode& node : g.nodes) {
     std::vector<Operand> in;
     for (int k : node.operands)
-      in.push_back(Operand{"x", k >= 0 ? g.nodes[size_t(k)].dtype : g.externals[size_t(-1 - k)].dtype});
+      in.push_back(
+          Operand{"x", k >= 0 ? g.nodes[size_t(k)].dtype : g.externals[size_t(-1 - k)].dtype});
     if (ir::Result<std::string> e = expression(node, in); !e)
       return KernelResult::failure("the CUDA device has no kernel for '" +
                                    std::string(ir::info(node.op).ir_name) + "' to " +
@@ -365,8 +368,8 @@ KernelResult make_group_kernel(const ElementwiseGroup& g, Context& context) {
     for (const void*& p : pointers) args.push_back(&p);
     args.push_back(&out);
     args.push_back(&count);
-    return cuda_error(cudaLaunchKernel(reinterpret_cast<const void*>(kernel->function), dim3(blocks),
-                                       dim3(kBlock), args.data(), 0, a.stream),
+    return cuda_error(cudaLaunchKernel(reinterpret_cast<const void*>(kernel->function),
+                                       dim3(blocks), dim3(kBlock), args.data(), 0, a.stream),
                       "cudaLaunchKernel");
   };
   return Kernel{std::move(launch), group_label(g) + " " + name, 0, nullptr, {}};
@@ -450,7 +453,8 @@ std::string multi_group_source(const ElementwiseGroup& g, size_t members, const 
   return s;
 }
 
-KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups, Context& context) {
+KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups,
+                                     Context& context) {
   if (groups.empty()) return KernelResult::failure("no groups");
   const ElementwiseGroup& g = groups.front();
   const std::string key = shape_free_key(g);
@@ -477,8 +481,8 @@ KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups
     blocks += std::max(1LL, std::min(cap, (n + kBlock - 1) / kBlock));
   }
   const size_t pointers = g.externals.size() + 1, entry = entry_bytes(g);
-  LaunchFn launch = [kernel, counts, first_blocks, blocks, pointers, entry](
-                        const LaunchArgs& a) -> std::string {
+  LaunchFn launch = [kernel, counts, first_blocks, blocks, pointers,
+                     entry](const LaunchArgs& a) -> std::string {
     if (!kernel->function) return "the generated kernel " + kernel->name + " was not loaded";
     std::vector<unsigned char> table(entry * counts.size());
     for (size_t m = 0; m < counts.size(); ++m) {
@@ -493,9 +497,12 @@ KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups
                                        dim3(unsigned(blocks)), dim3(kBlock), args, 0, a.stream),
                       "cudaLaunchKernel");
   };
-  return Kernel{std::move(launch),
-                "multi-tensor x" + std::to_string(groups.size()) + " " + group_label(g) + " " + name,
-                0, nullptr, {}};
+  return Kernel{
+      std::move(launch),
+      "multi-tensor x" + std::to_string(groups.size()) + " " + group_label(g) + " " + name,
+      0,
+      nullptr,
+      {}};
 }
 
 }  // namespace sexpgpu::cuda

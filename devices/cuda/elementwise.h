@@ -47,7 +47,6 @@ std::string multi_group_source(const ElementwiseGroup& group, size_t members,
 // One launch of `groups` (shape-free, one key, at most the capacity). Its
 // LaunchArgs::inputs hold, group after group, the group's externals and then
 // its output; LaunchArgs::output is unused.
-KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups,
-                                     Context& context);
+KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups, Context& context);
 
 }  // namespace sexpgpu::cuda

@@ -1,9 +1,8 @@
 // Which kernel family serves each op: one case per row of ops.def, so a new
 // op fails to compile here (-Werror=switch) until it has a CUDA lowering;
 // and the helpers every family shares.
-#include "kernel.h"
-
 #include "check.h"
+#include "kernel.h"
 
 namespace sexpgpu::cuda {
 
@@ -112,7 +111,8 @@ KernelResult make_kernel(const KernelRequest& r) {
     case ir::Op::CrossEntropy:
     case ir::Op::LayerNorm:
     case ir::Op::RmsNorm: return make_nn_kernel(r);
-    case ir::Op::Attention: return make_attention_kernel(r);
+    case ir::Op::Attention:
+    case ir::Op::AttentionGrad: return make_attention_kernel(r);
     case ir::Op::Conv2d:
     case ir::Op::Conv2dGradInput:
     case ir::Op::Conv2dGradWeight: return make_conv_kernel(r);

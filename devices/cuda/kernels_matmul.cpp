@@ -23,12 +23,13 @@ using ir::DType;
 
 std::string cublas_error(cublasStatus_t s, const char* what) {
   if (s == CUBLAS_STATUS_SUCCESS) return {};
-  return std::string(what) + ": " + cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) + ")";
+  return std::string(what) + ": " + cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) +
+         ")";
 }
 
-#define SG_CUBLAS_RETURN_IF_ERROR(call)                                                  \
-  do {                                                                                    \
-    if (std::string e_ = cublas_error((call), #call); !e_.empty()) return e_;            \
+#define SG_CUBLAS_RETURN_IF_ERROR(call)                                       \
+  do {                                                                        \
+    if (std::string e_ = cublas_error((call), #call); !e_.empty()) return e_; \
   } while (0)
 
 struct Geometry {
@@ -75,7 +76,8 @@ Geometry geometry(const ir::Shape& a, const ir::Shape& b, bool trans_a) {
     g.b_stride = g.b_offsets[1] - g.b_offsets[0];
   }
   for (int64_t i = 0; i < count && g.strided; ++i)
-    g.strided = g.a_offsets[size_t(i)] == i * g.a_stride && g.b_offsets[size_t(i)] == i * g.b_stride;
+    g.strided =
+        g.a_offsets[size_t(i)] == i * g.a_stride && g.b_offsets[size_t(i)] == i * g.b_stride;
   return g;
 }
 
@@ -115,9 +117,10 @@ std::string set_batch(cublasLtMatrixLayout_t layout, int32_t count, int64_t stri
 std::string describe(LtPlan& p, const Geometry& g, DType d, bool ta, bool tb, int32_t batch,
                      Precision precision) {
   p.f64 = d == DType::F64;
-  cublasComputeType_t compute = p.f64                                        ? CUBLAS_COMPUTE_64F
-                                : d == DType::F32 && precision != Precision::F32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                             : CUBLAS_COMPUTE_32F;
+  cublasComputeType_t compute = p.f64 ? CUBLAS_COMPUTE_64F
+                                : d == DType::F32 && precision != Precision::F32
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
   SG_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescCreate(&p.op, compute, p.f64 ? CUDA_R_64F : CUDA_R_32F));
   // cuBLASLt's A is our B: stored [K, N] row-major = N x K column-major (op N),
@@ -177,10 +180,12 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
   if (d == DType::F32 && r.context.precision != Precision::F32) name += " tf32";
   Context* ctx = &r.context;
   int64_t out_bytes = g.M * g.N * int64_t(elem) * (g.folded ? 1 : count);
-  LaunchFn launch = [plan, g, ctx, elem, one_call, count, out_bytes](const LaunchArgs& a) -> std::string {
+  LaunchFn launch = [plan, g, ctx, elem, one_call, count,
+                     out_bytes](const LaunchArgs& a) -> std::string {
     if (g.M == 0 || g.N == 0 || count == 0) return {};
     if (g.K == 0)  // no terms: zeros (cuBLASLt rejects k = 0)
-      return cuda_error(cudaMemsetAsync(a.output, 0, size_t(out_bytes), a.stream), "cudaMemsetAsync");
+      return cuda_error(cudaMemsetAsync(a.output, 0, size_t(out_bytes), a.stream),
+                        "cudaMemsetAsync");
     if (!plan->has_algo) return "the matmul was not prepared";
     float alpha32 = 1, beta32 = 0;
     double alpha64 = 1, beta64 = 0;
@@ -225,8 +230,8 @@ KernelResult int_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool
   std::vector<int64_t> host = g.a_offsets;
   host.insert(host.end(), g.b_offsets.begin(), g.b_offsets.end());
   int64_t batch = int64_t(g.a_offsets.size());
-  IntMatmulParams params{int(elem), g.M, g.N, g.K, batch, ta, tb, nullptr, nullptr,
-                         nullptr,   nullptr, nullptr};
+  IntMatmulParams params{int(elem), g.M,     g.N,     g.K,     batch,   ta,
+                         tb,        nullptr, nullptr, nullptr, nullptr, nullptr};
   LaunchFn launch = [params, offsets, batch](const LaunchArgs& a) mutable -> std::string {
     params.a_offsets = offsets->device;
     params.b_offsets = offsets->device + batch;
@@ -235,12 +240,13 @@ KernelResult int_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool
     params.c = a.output;
     return cuda_error(launch_int_matmul(params, a.stream), "int_matmul");
   };
-  Kernel k{std::move(launch), kernel_label(ir::Op::MatMul, r.output.dtype) + " direct", 0, offsets,
-           {}};
+  Kernel k{
+      std::move(launch), kernel_label(ir::Op::MatMul, r.output.dtype) + " direct", 0, offsets, {}};
   k.prepare = [offsets, host]() -> std::string {
     size_t bytes = host.size() * sizeof(int64_t);
     SG_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&offsets->device), bytes));
-    SG_CUDA_RETURN_IF_ERROR(cudaMemcpy(offsets->device, host.data(), bytes, cudaMemcpyHostToDevice));
+    SG_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(offsets->device, host.data(), bytes, cudaMemcpyHostToDevice));
     return {};
   };
   return k;

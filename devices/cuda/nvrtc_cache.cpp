@@ -97,8 +97,8 @@ std::string NvrtcCache::compile(const std::string& source, std::vector<char>& im
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   std::string arch = "sm_" + std::to_string(arch_);
-  std::string key = hex(fnv1a(source, fnv1a(arch + "/" + std::to_string(major) + "." +
-                                            std::to_string(minor))));
+  std::string key =
+      hex(fnv1a(source, fnv1a(arch + "/" + std::to_string(major) + "." + std::to_string(minor))));
   std::string dir = cache_directory();
   fs::path cached = dir.empty() ? fs::path() : fs::path(dir) / (key + ".cubin");
   if (!dir.empty() && read_file(cached, image)) {
@@ -107,8 +107,8 @@ std::string NvrtcCache::compile(const std::string& source, std::vector<char>& im
   }
   auto start = std::chrono::steady_clock::now();
   nvrtcProgram program = nullptr;
-  if (nvrtcResult r = nvrtcCreateProgram(&program, source.c_str(), "sexpgpu_generated.cu", 0,
-                                         nullptr, nullptr);
+  if (nvrtcResult r =
+          nvrtcCreateProgram(&program, source.c_str(), "sexpgpu_generated.cu", 0, nullptr, nullptr);
       r != NVRTC_SUCCESS)
     return nvrtc_error(r, "nvrtcCreateProgram");
   std::string arch_flag = "--gpu-architecture=" + arch;

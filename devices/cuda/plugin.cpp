@@ -165,11 +165,12 @@ sg_error* probe(const char** out_json, size_t* out_len) {
         d["peak_flops"] = {{"bf16", r.tensor_bf16}, {"tf32", r.tensor_tf32}, {"f32", r.fp32}};
       devices.push_back(std::move(d));
     }
-    g_probe_json = nlohmann::json{{"available", reason.empty()},
-                                  {"reason", reason},
-                                  {"devices", devices},
-                                  {"count", count}}
-                       .dump();
+    g_probe_json = nlohmann::json{
+        {"available", reason.empty()},
+        {"reason", reason},
+        {"devices", devices},
+        {"count",
+         count}}.dump();
     *out_json = g_probe_json.data();
     *out_len = g_probe_json.size();
     return nullptr;
@@ -246,7 +247,8 @@ sg_error* open_device(const char* options_json, size_t options_len, sg_device** 
                                                        " does not exist: " + std::to_string(count) +
                                                        " GPU(s) are visible");
     } else if (std::string e = open_gpu(*device); !e.empty()) {
-      return make_error(SG_ERROR_UNAVAILABLE, "opening cuda:" + std::to_string(c.ordinal) + ": " + e);
+      return make_error(SG_ERROR_UNAVAILABLE,
+                        "opening cuda:" + std::to_string(c.ordinal) + ": " + e);
     }
     device->nvrtc = std::make_unique<cuda::NvrtcCache>(c.compute_capability);
     c.nvrtc = device->nvrtc.get();
@@ -325,8 +327,8 @@ sg_error* alloc(sg_device* device, sg_dtype dtype, const int64_t* shape, size_t 
                               std::to_string(free_bytes) + " free of " + std::to_string(total));
       }
       // Zeros, as the CPU device's buffers start.
-      if (sg_error* e = cuda_failure(cuda::cuda_error(cudaMemsetAsync(data, 0, bytes, device->stream),
-                                                      "cudaMemsetAsync"))) {
+      if (sg_error* e = cuda_failure(cuda::cuda_error(
+              cudaMemsetAsync(data, 0, bytes, device->stream), "cudaMemsetAsync"))) {
         cudaFree(data);
         return e;
       }
@@ -358,19 +360,20 @@ sg_error* free_buffer(sg_buffer* buffer) {
 
 sg_error* check_size(const sg_buffer* buffer, size_t bytes, const char* what) {
   if (bytes == buffer->bytes) return nullptr;
-  return make_error(SG_ERROR_INVALID_ARGUMENT,
-                    std::string(what) + " of " + std::to_string(bytes) + " bytes to a buffer of " +
-                        buffer->type.to_string() + " (" + std::to_string(buffer->bytes) + " bytes)");
+  return make_error(SG_ERROR_INVALID_ARGUMENT, std::string(what) + " of " + std::to_string(bytes) +
+                                                   " bytes to a buffer of " +
+                                                   buffer->type.to_string() + " (" +
+                                                   std::to_string(buffer->bytes) + " bytes)");
 }
 
 sg_error* upload(sg_buffer* buffer, const void* host_data, size_t bytes, uint32_t) {
   return firewall([&]() -> sg_error* {
     if (sg_error* e = check_size(buffer, bytes, "upload")) return e;
     if (bytes == 0) return nullptr;
-    return cuda_failure(cuda::cuda_error(cudaMemcpyAsync(buffer->data, host_data, bytes,
-                                                         cudaMemcpyHostToDevice,
-                                                         buffer->device->stream),
-                                         "upload (cudaMemcpyAsync)"));
+    return cuda_failure(
+        cuda::cuda_error(cudaMemcpyAsync(buffer->data, host_data, bytes, cudaMemcpyHostToDevice,
+                                         buffer->device->stream),
+                         "upload (cudaMemcpyAsync)"));
   });
 }
 
@@ -378,10 +381,10 @@ sg_error* download(sg_buffer* buffer, void* out_host_data, size_t bytes, uint32_
   return firewall([&]() -> sg_error* {
     if (sg_error* e = check_size(buffer, bytes, "download")) return e;
     if (bytes == 0) return nullptr;
-    return cuda_failure(cuda::cuda_error(cudaMemcpyAsync(out_host_data, buffer->data, bytes,
-                                                         cudaMemcpyDeviceToHost,
-                                                         buffer->device->stream),
-                                         "download (cudaMemcpyAsync)"));
+    return cuda_failure(
+        cuda::cuda_error(cudaMemcpyAsync(out_host_data, buffer->data, bytes, cudaMemcpyDeviceToHost,
+                                         buffer->device->stream),
+                         "download (cudaMemcpyAsync)"));
   });
 }
 

@@ -49,7 +49,7 @@ struct Step {
   Slot scratch;
   NodeId origin;  // the IR node, for messages (-1: an operand cast)
   Op op;
-  std::vector<NodeId> members;  // a fused group's IR nodes, in order
+  std::vector<NodeId> members;       // a fused group's IR nodes, in order
   ir::DType dtype = ir::DType::F32;  // the result's (the roofline's unit)
   double bytes = 0;                  // read and written, for the roofline
   // A generated elementwise kernel's group (for multi-tensor launches), and
@@ -212,7 +212,8 @@ std::optional<ElementwiseGroup> CudaProgram::group_of(const Lowered& lowered,
 
 std::string CudaProgram::build(const ir::Function& fn) {
   fn_ = fn;
-  Lowered lowered = cpu::lower(fn_, cpu::LowerOptions{.native_half_matmul = true});
+  Lowered lowered =
+      cpu::lower(fn_, cpu::LowerOptions{.native_half_matmul = true, .native_half_attention = true});
   cpu::fold_transposes(lowered);
   if (std::string e = plan(lowered); !e.empty()) return e;
   report_ = make_report(lowered);
@@ -266,7 +267,10 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     if (!g) continue;
     KernelResult k = make_group_kernel(*g, ctx_);
     group_of_last[size_t(members.back())] = *g;
-    if (!k) return node_label(fn_, nodes[size_t(members.back())].origin, nodes[size_t(members.back())].op) + ": " + k.error();
+    if (!k)
+      return node_label(fn_, nodes[size_t(members.back())].origin,
+                        nodes[size_t(members.back())].op) +
+             ": " + k.error();
     for (NodeId id : members)
       if (id != members.back()) absorbed_into[size_t(id)] = members.back();
     fused_at[size_t(members.back())] = {std::move(k).value(), std::move(externals)};
@@ -309,9 +313,9 @@ std::string CudaProgram::plan(const Lowered& lowered) {
       single = ElementwiseGroup{{GroupNode{n.op, n.attrs, n.type.dtype, {}}}, in_types, n.type};
       for (size_t k = 0; k < in_types.size(); ++k) single->nodes[0].operands.push_back(-1 - int(k));
     }
-    KernelResult k = single ? make_group_kernel(*single, ctx_)
-                            : make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, ctx_,
-                                                        n.transposed});
+    KernelResult k =
+        single ? make_group_kernel(*single, ctx_)
+               : make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, ctx_, n.transposed});
     if (!k) return node_label(fn_, n.origin, n.op) + ": " + k.error();
     if (creation(n.op)) {
       slot[i] = Slot{Slot::Constant, constant_bytes_};
@@ -350,7 +354,8 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     bool buffer = live[i] && !placed[i] && root[i] == i && absorbed_into[i] < 0;
     if (buffer) {
       int64_t first = int64_t(step_of[i]);
-      lives.push_back(cpu::BufferLife{first, std::max(first, last_use[i]), bytes_of(nodes[i].type)});
+      lives.push_back(
+          cpu::BufferLife{first, std::max(first, last_use[i]), bytes_of(nodes[i].type)});
       owner.push_back({false, i});
     }
   }
@@ -360,9 +365,10 @@ std::string CudaProgram::plan(const Lowered& lowered) {
                                     aligned(steps_[s].kernel.scratch_bytes, kScratchAlignment)});
     owner.push_back({true, s});
   }
-  std::stable_sort(lives.begin(), lives.end(), [](const cpu::BufferLife& a, const cpu::BufferLife& b) {
-    return a.first_step < b.first_step;
-  });
+  std::stable_sort(lives.begin(), lives.end(),
+                   [](const cpu::BufferLife& a, const cpu::BufferLife& b) {
+                     return a.first_step < b.first_step;
+                   });
   // The sort moved lives; sort the owners the same way.
   {
     std::vector<size_t> order(owner.size());

@@ -12,11 +12,11 @@
 namespace sexpgpu::cuda {
 
 struct Roofline {
-  std::string gpu;           // what the numbers are for
-  double bytes_per_s;        // HBM bandwidth
-  double tensor_bf16;        // dense bf16/f16 matrix rate, FLOP/s
-  double tensor_tf32;        // dense tf32
-  double fp32, fp64;         // CUDA cores (fp64: the tensor-core rate)
+  std::string gpu;     // what the numbers are for
+  double bytes_per_s;  // HBM bandwidth
+  double tensor_bf16;  // dense bf16/f16 matrix rate, FLOP/s
+  double tensor_tf32;  // dense tf32
+  double fp32, fp64;   // CUDA cores (fp64: the tensor-core rate)
 };
 
 inline Roofline roofline_of(const Context& ctx) {
@@ -31,8 +31,9 @@ inline Roofline roofline_of(const Context& ctx) {
 // bytes at the memory's, whichever takes longer; in microseconds.
 inline double roofline_us(const Roofline& r, ir::Op op, ir::DType dtype, bool tf32, double flops,
                           double bytes) {
-  bool matrix = op == ir::Op::MatMul || op == ir::Op::Attention || op == ir::Op::Conv2d ||
-                op == ir::Op::Conv2dGradInput || op == ir::Op::Conv2dGradWeight;
+  bool matrix = op == ir::Op::MatMul || op == ir::Op::Attention || op == ir::Op::AttentionGrad ||
+                op == ir::Op::Conv2d || op == ir::Op::Conv2dGradInput ||
+                op == ir::Op::Conv2dGradWeight;
   double rate = r.fp32;
   if (dtype == ir::DType::F64) rate = r.fp64;
   if (matrix && (dtype == ir::DType::BF16 || dtype == ir::DType::F16)) rate = r.tensor_bf16;

@@ -177,6 +177,7 @@ std::vector<Case> cases_for(Op op) {
     case Op::LayerNorm:
     case Op::RmsNorm:
     case Op::Attention:
+    case Op::AttentionGrad:
     case Op::Conv2d:
     case Op::Conv2dGradInput:
     case Op::Conv2dGradWeight:

@@ -1,6 +1,9 @@
 // Conformance cases of the shape ops (reshape .. flip, with integer ids in
 // range for take and index_add) and the neural ops (softmax, cross_entropy,
-// the norms, attention, conv2d and the pools, with their gradient helpers).
+// the norms, attention and its gradient, conv2d and the pools, with their
+// gradient helpers).
+#include <algorithm>
+
 #include "case_builder.h"
 
 namespace conformance {
@@ -119,6 +122,29 @@ Case attention(std::string label, int64_t tq, int64_t tk, bool causal, int mask)
           }};
 }
 
+// attention_grad of [1,2,tq,4] queries over [1,2,tk,4] keys and values, o
+// the attention's own result (as the gradient rule gives it) and g drawn;
+// mask 0: none, 2: a boolean mask [tq,tk] under which query 1 sees no key.
+Case attention_grad(std::string label, int64_t tq, int64_t tk, bool causal, int mask) {
+  return {label, Op::AttentionGrad, double(std::max(tq, tk) * 4), [=](CaseBuilder& c) {
+            Attrs a;
+            a.scale = 0.5;
+            a.causal = causal;
+            NodeId q = c.input({1, 2, tq, 4}, Draw::Unit), k = c.input({1, 2, tk, 4}, Draw::Unit);
+            NodeId v = c.input({1, 2, tk, 4}, Draw::Unit), g = c.input({1, 2, tq, 4}, Draw::Unit);
+            if (mask == 0) {
+              NodeId o = c.op(Op::Attention, {q, k, v}, a);
+              return c.op(Op::AttentionGrad, {q, k, v, o, g}, a);
+            }
+            Values keep(static_cast<size_t>(tq * tk));
+            for (size_t i = 0; i < keep.size(); ++i)
+              keep[i] = i / size_t(tk) != 1 && (i % size_t(tk) == 0 || i % 3 != 1);
+            NodeId m = c.input(DType::Bool, {tq, tk}, keep);
+            NodeId o = c.op(Op::Attention, {q, k, v, m}, a);
+            return c.op(Op::AttentionGrad, {q, k, v, o, g, m}, a);
+          }};
+}
+
 Attrs window(Dims stride, Dims padding, Dims dilation, int64_t groups, Dims shape = {}) {
   Attrs a;
   a.stride = stride, a.padding = padding, a.dilation = dilation, a.groups = groups;
@@ -174,6 +200,12 @@ std::vector<Case> neural_cases(Op op) {
       return {attention("plain", 3, 3, false, 0), attention("causal, Tq < Tk", 3, 5, true, 0),
               attention("float mask", 3, 4, false, 1),
               attention("bool mask, causal", 3, 3, true, 2)};
+    case Op::AttentionGrad:
+      return {attention_grad("plain", 3, 3, false, 0),
+              attention_grad("causal, Tq < Tk", 3, 5, true, 0),
+              attention_grad("causal, Tq > Tk: queries 0, 1 see no key", 5, 3, true, 0),
+              attention_grad("bool mask, Tq < Tk", 4, 6, false, 2),
+              attention_grad("bool mask, causal", 3, 3, true, 2)};
     case Op::Conv2d:
       return {two_operands("groups 2, stride, dilation", op, 18, {1, 4, 6, 7}, {6, 2, 3, 3},
                            window(dims({2, 1}), dims({1, 0}), dims({1, 2}), 2)),

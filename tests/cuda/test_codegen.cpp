@@ -91,8 +91,8 @@ TEST_CASE("every elementwise op at every dtype generates a kernel NVRTC compiles
     for (DType to : ir::kAllDTypes) {
       ir::Attrs attrs;
       attrs.dtype = to;
-      cuda::ElementwiseGroup g{{{Op::Cast, attrs, to, {-1}}}, {ir::TensorType{from, shape}},
-                               ir::TensorType{to, shape}};
+      cuda::ElementwiseGroup g{
+          {{Op::Cast, attrs, to, {-1}}}, {ir::TensorType{from, shape}}, ir::TensorType{to, shape}};
       REQUIRE(cuda::make_group_kernel(g, ctx));
       ++kernels;
     }
@@ -141,8 +141,8 @@ TEST_CASE("outputs of more than 2^31 elements index in 64 bits", "[cuda][codegen
   ir::TensorType big{DType::BF16, ir::Shape{{3, int64_t(1) << 30}}};
   ir::TensorType row{DType::BF16, ir::Shape{{int64_t(1) << 30}}};
   ir::Attrs none;
-  cuda::ElementwiseGroup g{{{Op::Add, none, DType::F32, {-1, -2}}}, {big, row},
-                           ir::TensorType{DType::F32, big.shape}};
+  cuda::ElementwiseGroup g{
+      {{Op::Add, none, DType::F32, {-1, -2}}}, {big, row}, ir::TensorType{DType::F32, big.shape}};
   std::string source = cuda::group_source(g, "wide");
   CHECK(source.find("for (long long i") != std::string::npos);
   REQUIRE(cuda::make_group_kernel(g, ctx));

@@ -87,29 +87,70 @@ TEST_CASE("attention costs 4 B H Tq Tk D, half of it when causal", "[cost]") {
   CHECK(g.flops(g.b.must(Op::Attention, {q, k, v}, causal)) == 2.0 * 2 * 3 * 5 * 7 * 4);
 }
 
-TEST_CASE("attention's gradient is five matmuls of the forward's size", "[cost]") {
+TEST_CASE("attention_grad costs 2.5 times the forward, half of it when causal", "[cost]") {
   Graph g;
-  NodeId q = g.param("q", T("f32[2,3,5,4]"));
-  NodeId k = g.param("k", T("f32[2,3,7,4]"));
-  NodeId v = g.param("v", T("f32[2,3,7,4]"));
-  Attrs a;
-  a.scale = 0.5;
-  NodeId o = g.b.must(Op::Attention, {q, k, v}, a);
-  NodeId loss = g.b.must(Op::Sum, {o});
-  const NodeId forward_end = NodeId(g.fn.nodes.size());
-  Gradients d = differentiate(g.fn, loss, {q, k, v});
-  g.fn.outputs = {{"loss", loss}, {"dq", d.grads[0]}, {"dk", d.grads[1]}, {"dv", d.grads[2]}};
-  double matmuls = 0;
-  int count = 0;
-  for (NodeId id = forward_end; id < NodeId(g.fn.nodes.size()); ++id)
-    if (g.fn.node(id).op == Op::MatMul) {
-      matmuls += g.flops(id);
-      ++count;
-    }
-  CHECK(count == 5);  // s = q k^T again, dv, dp, dq, dk
-  CHECK(matmuls == 5 * 2.0 * 2 * 3 * 5 * 7 * 4);
+  NodeId q = g.b.input("q", T("f32[2,3,5,4]"));
+  NodeId k = g.b.input("k", T("f32[2,3,7,4]"));
+  NodeId v = g.b.input("v", T("f32[2,3,7,4]"));
+  NodeId mask = g.b.input("mask", T("bool[5,7]"));
+  Attrs plain, causal;
+  plain.scale = causal.scale = 0.5;
+  causal.causal = true;
+  NodeId o = g.b.must(Op::Attention, {q, k, v}, plain);
+  CHECK(g.flops(g.b.must(Op::AttentionGrad, {q, k, v, o, o}, plain)) ==
+        10.0 * 2 * 3 * 5 * 7 * 4);  // 8400
+  CHECK(g.flops(g.b.must(Op::AttentionGrad, {q, k, v, o, o, mask}, causal)) ==
+        5.0 * 2 * 3 * 5 * 7 * 4);
+}
+
+// The gradient with respect to q, k and v, from `forward_end` on, of
+// sum(attention(q, k, v [, mask])).
+struct AttentionBackward {
+  Graph g;
+  NodeId forward_end;
+
+  explicit AttentionBackward(bool float_mask) {
+    NodeId q = g.param("q", T("f32[2,3,5,4]"));
+    NodeId k = g.param("k", T("f32[2,3,7,4]"));
+    NodeId v = g.param("v", T("f32[2,3,7,4]"));
+    Attrs a;
+    a.scale = 0.5;
+    NodeId o = float_mask ? g.b.must(Op::Attention, {q, k, v, g.b.input("m", T("f32[5,7]"))}, a)
+                          : g.b.must(Op::Attention, {q, k, v}, a);
+    NodeId loss = g.b.must(Op::Sum, {o});
+    forward_end = NodeId(g.fn.nodes.size());
+    Gradients d = differentiate(g.fn, loss, {q, k, v});
+    g.fn.outputs = {{"loss", loss}, {"dq", d.grads[0]}, {"dk", d.grads[1]}, {"dv", d.grads[2]}};
+  }
+
+  // The FLOPs of the backward's nodes of `op`, and how many there are.
+  std::pair<double, int> of(Op op) {
+    double flops = 0;
+    int count = 0;
+    for (NodeId id = forward_end; id < NodeId(g.fn.nodes.size()); ++id)
+      if (g.fn.node(id).op == op) {
+        flops += g.flops(id);
+        ++count;
+      }
+    return {flops, count};
+  }
+};
+
+TEST_CASE("attention's gradient is one attention_grad, five matmuls' worth", "[cost]") {
+  AttentionBackward b(false);
+  CHECK(b.of(Op::AttentionGrad) == std::pair{5 * 2.0 * 2 * 3 * 5 * 7 * 4, 1});
+  CHECK(b.of(Op::MatMul).second == 0);
+  // The slices out of its result compute nothing.
+  CHECK(function_cost(b.g.fn, b.forward_end).flops == 5 * 2.0 * 2 * 3 * 5 * 7 * 4);
+}
+
+TEST_CASE("with a float mask, attention's gradient is five matmuls of the forward's size",
+          "[cost]") {
+  AttentionBackward b(true);
+  // s = q k^T again, dv, dp, dq, dk
+  CHECK(b.of(Op::MatMul) == std::pair{5 * 2.0 * 2 * 3 * 5 * 7 * 4, 5});
   // The whole backward, with the softmax's and scaling's elementwise work.
-  CHECK(function_cost(g.fn, forward_end).flops > matmuls);
+  CHECK(function_cost(b.g.fn, b.forward_end).flops > b.of(Op::MatMul).first);
 }
 
 TEST_CASE("elementwise ops cost one per result element, casts and shape ops none", "[cost]") {

@@ -220,7 +220,9 @@ Attrs norm_attrs(double eps) {
   return a;
 }
 
-// attention over [1,2,Tq,4] queries and [1,2,Tk,4] keys and values.
+// attention over [1,2,Tq,4] queries and [1,2,Tk,4] keys and values; mask_kind
+// 0: none, 1: a float mask (a param), 2 and 3: bool masks. Only the float
+// mask's gradient is written out; the others go through attention_grad.
 GradCase attention(std::string label, int64_t tq, int64_t tk, bool causal, int mask_kind) {
   return {"attention " + label, Op::Attention, [=](CaseBuilder& c) {
             Attrs a;
@@ -232,9 +234,12 @@ GradCase attention(std::string label, int64_t tq, int64_t tk, bool causal, int m
             if (mask_kind == 0) return c.op(Op::Attention, {q, k, v}, a);
             if (mask_kind == 1)
               return c.op(Op::Attention, {q, k, v, c.param({1, 1, tq, tk}, c.uniform(-1, 1))}, a);
-            Values keep(size_t(tq * tk));  // hide key j from query i when (i + 2j) % 3 == 1
+            // Hide key j from query i when (i + 2j) % 3 == 1; mask_kind 3 hides
+            // every key of query 1 as well.
+            Values keep(size_t(tq * tk));
             for (int64_t i = 0; i < tq; ++i)
-              for (int64_t j = 0; j < tk; ++j) keep[size_t(i * tk + j)] = (i + 2 * j) % 3 != 1;
+              for (int64_t j = 0; j < tk; ++j)
+                keep[size_t(i * tk + j)] = (i + 2 * j) % 3 != 1 && !(mask_kind == 3 && i == 1);
             return c.op(Op::Attention, {q, k, v, c.input({DType::Bool, {tq, tk}}, keep)}, a);
           }};
 }
@@ -457,6 +462,8 @@ std::vector<GradCase> neural_cases() {
       attention("causal, Tq < Tk", 3, 5, true, 0),
       attention("float mask", 3, 4, false, 1),
       attention("bool mask and causal", 3, 3, true, 2),
+      attention("causal, Tq > Tk: queries 0, 1 see no key", 5, 3, true, 0),
+      attention("bool mask hiding every key of query 1, Tq < Tk", 3, 5, false, 3),
       {"conv2d groups, stride, padding, dilation", Op::Conv2d,
        [](CaseBuilder& c) {
          NodeId x = c.param({1, 4, 6, 7}, c.uniform(-1, 1));

@@ -307,6 +307,37 @@ TEST_CASE("attention: [B,H,T,D] with an optional mask", "[ir]") {
       fails_with(infer(Op::Attention, {"f32[1,1,1,1]", "f32[1,1,1,1]"}), "'attention'", "given 2"));
 }
 
+TEST_CASE("attention_grad: dq, dk, dv stacked along axis 2", "[ir]") {
+  const char *q = "f32[2,4,3,8]", *kv = "f32[2,4,20,8]";
+  CHECK(infer(Op::AttentionGrad, {q, kv, kv, q, q}) == "f32[2,4,43,8]");
+  CHECK(infer(Op::AttentionGrad, {q, kv, kv, q, q, "bool[3,20]"}) == "f32[2,4,43,8]");
+  CHECK(infer(Op::AttentionGrad, {"bf16[1,2,5,4]", "bf16[1,2,5,4]", "bf16[1,2,5,4]",
+                                  "bf16[1,2,5,4]", "bf16[1,2,5,4]", "bool[1,2,1,5]"}) ==
+        "bf16[1,2,15,4]");
+  CHECK(fails_with(infer(Op::AttentionGrad, {q, kv, kv, q}), "'attention_grad'", "given 4"));
+  CHECK(fails_with(infer(Op::AttentionGrad, {q, kv, kv, q, q, "f32[3,20]"}), "'attention_grad'",
+                   "mask's dtype must be bool"));
+  CHECK(fails_with(infer(Op::AttentionGrad, {q, kv, kv, q, q, "bool[3,19]"}), "'attention_grad'",
+                   "[2,4,3,20]"));
+  CHECK(fails_with(infer(Op::AttentionGrad, {q, kv, "f32[2,4,20,7]", q, q}), "'attention_grad'",
+                   "v and q differ"));
+  CHECK(fails_with(infer(Op::AttentionGrad, {q, kv, "f32[2,4,19,8]", q, q}), "'attention_grad'",
+                   "same T"));
+  CHECK(fails_with(infer(Op::AttentionGrad, {q, kv, kv, "f32[2,4,20,8]", q}), "'attention_grad'",
+                   "o should have q's shape [2,4,3,8]"));
+  CHECK(fails_with(infer(Op::AttentionGrad, {q, kv, kv, q, "f32[2,4,1,8]"}), "'attention_grad'",
+                   "g should have q's shape"));
+  CHECK(fails_with(infer(Op::AttentionGrad, {q, kv, kv, q, "f64[2,4,3,8]"}), "'attention_grad'",
+                   "one float dtype"));
+  CHECK(fails_with(infer(Op::AttentionGrad, {"i32[1,1,2,2]", "i32[1,1,2,2]", "i32[1,1,2,2]",
+                                             "i32[1,1,2,2]", "i32[1,1,2,2]"}),
+                   "'attention_grad'", "one float dtype"));
+  CHECK(fails_with(infer(Op::AttentionGrad, {"f32[4,3,8]", kv, kv, q, q}), "'attention_grad'",
+                   "rank 4"));
+  CHECK_FALSE(info(Op::AttentionGrad).differentiable);
+  CHECK(info(Op::AttentionGrad).lisp_name.empty());
+}
+
 namespace {
 Attrs conv_attrs(std::initializer_list<int64_t> stride, std::initializer_list<int64_t> padding,
                  std::initializer_list<int64_t> dilation, int64_t groups) {

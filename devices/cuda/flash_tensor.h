@@ -1,0 +1,378 @@
+// The tensor-core flash-attention building blocks and forward body
+// (FlashAttention-2 style): bf16/f16 operands, products on mma.sync with f32
+// accumulation, the softmax in f32, probabilities rounded to the operand
+// type for their products. Templated on tiles; flash_forward.cu
+// instantiates the forward, flash_tensor_grad.h builds attention_grad's
+// kernels from the same parts. Include flash_mma.h (or a host emulation of
+// it, flash_mma.h says why) and attention_launch.h first.
+//
+// A block is 4 warps; each warp owns 16*kM rows of every product it
+// accumulates (queries in the forward, the row statistics and dq, keys in
+// dk/dv), so warps never combine partial sums and results repeat bit for
+// bit. Shared tiles are row-major, [row][head column], padded
+// by 16 bytes per row. Scores are kept in base 2 (log2(e) folded into the
+// scale), so each probability is one exp2. Head columns past d and rows past
+// Tq/Tk are zeros in shared memory, and the logits of rows or keys past the
+// edges are -inf, so padding never reaches a result.
+#pragma once
+
+namespace sexpgpu::cuda::flash {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ int lane_id() {
+  return int(threadIdx.x) % 32;
+}
+__device__ __forceinline__ int warp_id() {
+  return int(threadIdx.x) / 32;
+}
+// Element e (0..3) of a lane's 16x8 accumulator block is at this row and
+// column of the block (the PTX ISA's m16n8k16 C/D layout).
+__device__ __forceinline__ int acc_row(int e) {
+  return lane_id() / 4 + 8 * (e / 2);
+}
+__device__ __forceinline__ int acc_col(int e) {
+  return 2 * (lane_id() % 4) + e % 2;
+}
+
+// Tiles of kD head columns: 16 bytes of padding per row put the 8 rows that
+// one ldmatrix matrix reads in 8 different bank quads.
+template <int kD>
+struct HeadTile {
+  static_assert(kD % 16 == 0, "head columns come in k-steps of 16");
+  static constexpr int kStride = kD + 8;
+};
+
+// 16-byte copies need d % 8 == 0 and 16-byte aligned operands.
+__device__ __forceinline__ bool can_copy_16(int64_t d, const void* a, const void* b,
+                                            const void* c) {
+  auto address = [](const void* x) { return reinterpret_cast<uintptr_t>(x); };
+  return d % 8 == 0 && (address(a) | address(b) | address(c)) % 16 == 0;
+}
+
+// Rows [row0, row0 + kRows) of a dense [rows, d] matrix into a shared tile
+// of kD columns, zeros past the matrix's edges; asynchronous (cp.async, to
+// be committed and waited for) when `copy_16`, else plain stores.
+template <int kRows, int kD>
+__device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* src, int64_t row0,
+                                          int64_t rows, int64_t d, bool copy_16) {
+  constexpr int kStride = HeadTile<kD>::kStride;
+  if (copy_16) {
+    constexpr int kChunks = kD / 8;
+    for (int i = int(threadIdx.x); i < kRows * kChunks; i += kThreads) {
+      const int r = i / kChunks, c = i % kChunks * 8;
+      const int64_t row = row0 + r;
+      const bool inside = row < rows && c < d;
+      cp_async_16(tile + r * kStride + c, inside ? src + row * d + c : src, inside);
+    }
+    return;
+  }
+  for (int i = int(threadIdx.x); i < kRows * kD; i += kThreads) {
+    const int r = i / kD, c = i % kD;
+    const int64_t row = row0 + r;
+    tile[r * kStride + c] = row < rows && c < d ? src[row * d + c] : uint16_t(0);
+  }
+}
+
+// acc[m][n] += A B^T over the kK head columns: A is rows a_row0 + 16m.. of
+// tile a, B^T's columns 8n.. are rows 8n.. of tile b (both [row][k]).
+template <class Half, int kStride, int kM, int kN8, int kK>
+__device__ __forceinline__ void mma_rows_rows(float (&acc)[kM][kN8][4], const uint16_t* a,
+                                              int a_row0, const uint16_t* b) {
+  static_assert(kN8 % 2 == 0 && kK % 16 == 0, "whole 16x16 operand blocks");
+  const int lane = lane_id();
+#pragma unroll
+  for (int k0 = 0; k0 < kK; k0 += 16) {
+    uint32_t af[kM][4];
+#pragma unroll
+    for (int m = 0; m < kM; ++m)
+      ldmatrix_x4(af[m], a + (a_row0 + 16 * m + lane % 16) * kStride + k0 + lane / 16 * 8);
+#pragma unroll
+    for (int n = 0; n < kN8; n += 2) {
+      uint32_t bf[4];  // b0, b1 of column block n, then of n + 1
+      ldmatrix_x4(bf, b + (8 * n + lane % 8 + lane / 16 * 8) * kStride + k0 + lane / 8 % 2 * 8);
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        mma_16816<Half>(acc[m][n], af[m], bf[0], bf[1]);
+        mma_16816<Half>(acc[m][n + 1], af[m], bf[2], bf[3]);
+      }
+    }
+  }
+}
+
+// acc[m][n] += P B: P is the warp's f32 accumulator tile p (its rows as
+// acc's, 8*kK8 columns), rounded to Half; B is rows 0..8*kK8 of tile b
+// ([k][head column]), its columns 8n...
+template <class Half, int kStride, int kM, int kN8, int kK8>
+__device__ __forceinline__ void mma_acc_rows(float (&acc)[kM][kN8][4], const float (&p)[kM][kK8][4],
+                                             const uint16_t* b) {
+  static_assert(kN8 % 2 == 0 && kK8 % 2 == 0, "whole 16x16 operand blocks");
+  const int lane = lane_id();
+#pragma unroll
+  for (int kk = 0; kk < kK8; kk += 2) {
+    uint32_t af[kM][4];  // the accumulator layout of columns kk, kk+1 is the A layout of 16
+#pragma unroll
+    for (int m = 0; m < kM; ++m) {
+      af[m][0] = pack_pair<Half>(p[m][kk][0], p[m][kk][1]);
+      af[m][1] = pack_pair<Half>(p[m][kk][2], p[m][kk][3]);
+      af[m][2] = pack_pair<Half>(p[m][kk + 1][0], p[m][kk + 1][1]);
+      af[m][3] = pack_pair<Half>(p[m][kk + 1][2], p[m][kk + 1][3]);
+    }
+#pragma unroll
+    for (int n = 0; n < kN8; n += 2) {
+      uint32_t bf[4];  // b0, b1 of column block n, then of n + 1
+      ldmatrix_x4_trans(
+          bf, b + (8 * kk + lane % 8 + lane / 8 % 2 * 8) * kStride + 8 * n + lane / 16 * 8);
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        mma_16816<Half>(acc[m][n], af[m], bf[0], bf[1]);
+        mma_16816<Half>(acc[m][n + 1], af[m], bf[2], bf[3]);
+      }
+    }
+  }
+}
+
+// The score of a (query, key) pair before the softmax, as the CPU's, in base
+// 2: the scaled dot product, -inf where the edges, causality or a bool mask
+// hide the key, an additive mask (of the operands' type) added.
+template <class Half>
+struct Logits {
+  float scale2;           // scale * log2(e)
+  int64_t tq, tk, shift;  // causal: query i sees keys j <= i + shift
+  bool causal;
+  AttentionMask mask_kind;
+  const void* mask;
+  int64_t mask_base, query_stride, key_stride;
+
+  __device__ Logits(const AttentionParams& p, int64_t bh)
+      : scale2(float(p.scale) * kLog2e),
+        tq(p.tq),
+        tk(p.tk),
+        shift(p.tk - p.tq),
+        causal(p.causal),
+        mask_kind(p.mask_kind),
+        mask(p.mask),
+        mask_base((bh / p.heads) * p.mask_strides[0] + (bh % p.heads) * p.mask_strides[1]),
+        query_stride(p.mask_strides[2]),
+        key_stride(p.mask_strides[3]) {}
+
+  // No pair of queries [q0, q0 + nq) and keys [k0, k0 + nk) is hidden or
+  // masked: every logit is the scaled dot product.
+  __device__ bool plain(int64_t q0, int nq, int64_t k0, int nk) const {
+    return mask_kind == AttentionMask::None && q0 + nq <= tq && k0 + nk <= tk &&
+           !(causal && k0 + nk - 1 > q0 + shift);
+  }
+
+  __device__ float operator()(float dot, int64_t query, int64_t key) const {
+    if (query >= tq || key >= tk || (causal && key > query + shift)) return negative_infinity();
+    if (mask_kind == AttentionMask::None) return dot * scale2;
+    const int64_t at = mask_base + query * query_stride + key * key_stride;
+    if (mask_kind == AttentionMask::Bool)
+      return static_cast<const uint8_t*>(mask)[at] ? dot * scale2 : negative_infinity();
+    return fmaf(dot, scale2, to_float<Half>(static_cast<const uint16_t*>(mask)[at]) * kLog2e);
+  }
+};
+
+// A warp's dot products to logits in place. Rows are queries from row0 and
+// columns keys from col0, or with kKeyRows keys and queries.
+template <bool kKeyRows, class Half, int kM, int kN8>
+__device__ __forceinline__ void to_logits(float (&s)[kM][kN8][4], const Logits<Half>& logits,
+                                          int64_t row0, int64_t col0) {
+  const bool plain = kKeyRows ? logits.plain(col0, 8 * kN8, row0, 16 * kM)
+                              : logits.plain(row0, 16 * kM, col0, 8 * kN8);
+  if (plain) {
+#pragma unroll
+    for (int m = 0; m < kM; ++m)
+#pragma unroll
+      for (int n = 0; n < kN8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[m][n][e] *= logits.scale2;
+    return;
+  }
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int n = 0; n < kN8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t row = row0 + 16 * m + acc_row(e), col = col0 + 8 * n + acc_col(e);
+        s[m][n][e] = kKeyRows ? logits(s[m][n][e], col, row) : logits(s[m][n][e], row, col);
+      }
+}
+
+// One tile of logits to probabilities in place, updating each row's running
+// maximum and this lane's share of its sum (the 4 lanes of a row hold its
+// columns); rescale[m][h] is what the row's earlier accumulations must be
+// multiplied by. Row h of block m is accumulator elements 2h and 2h+1.
+template <int kM, int kN8>
+__device__ __forceinline__ void online_softmax(float (&s)[kM][kN8][4], float (&row_max)[kM][2],
+                                               float (&row_sum)[kM][2], float (&rescale)[kM][2]) {
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float tile_max = negative_infinity();
+#pragma unroll
+      for (int n = 0; n < kN8; ++n)
+        tile_max = fmaxf(tile_max, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float new_max = fmaxf(row_max[m][h], tile_max);
+      // A row that has seen no key yet subtracts 0: its probabilities and
+      // rescale come out 0, never NaN from -inf - -inf.
+      const float base = new_max == negative_infinity() ? 0.0f : new_max;
+      rescale[m][h] = exp2f(row_max[m][h] - base);
+      row_max[m][h] = new_max;
+      float sum = 0;
+#pragma unroll
+      for (int n = 0; n < kN8; ++n)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; ++e) {
+          s[m][n][e] = exp2f(s[m][n][e] - base);
+          sum += s[m][n][e];
+        }
+      row_sum[m][h] = row_sum[m][h] * rescale[m][h] + sum;
+    }
+}
+
+// The sum of a row over its 4 lanes, in a fixed order.
+__device__ __forceinline__ float row_total(float share) {
+  share += __shfl_xor_sync(0xffffffffu, share, 1);
+  return share + __shfl_xor_sync(0xffffffffu, share, 2);
+}
+
+// Columns col and col + 1 of a row of a dense matrix with d columns: one
+// 4-byte store when `pairs` (d even, row 4-byte aligned), else one by one.
+template <class Half>
+__device__ __forceinline__ void store_two(uint16_t* row, int col, int64_t d, bool pairs, float x0,
+                                          float x1) {
+  if (pairs) {
+    if (col < d) *reinterpret_cast<uint32_t*>(row + col) = pack_pair<Half>(x0, x1);
+    return;
+  }
+  if (col < d) row[col] = to_bits<Half>(x0);
+  if (col + 1 < d) row[col + 1] = to_bits<Half>(x1);
+}
+
+// Rows [row0, row0 + 16*kM) of a warp's [rows][8*kN8] f32 tile, times
+// `factor`, into rows of a dense [rows, d] matrix (those below `rows`).
+template <class Half, int kM, int kN8>
+__device__ __forceinline__ void store_rows(uint16_t* dst, const float (&acc)[kM][kN8][4],
+                                           int64_t row0, int64_t rows, int64_t d, float factor) {
+  const bool pairs = d % 2 == 0 && reinterpret_cast<uintptr_t>(dst) % 4 == 0;
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = row0 + 16 * m + acc_row(2 * h);
+      if (row >= rows) continue;
+#pragma unroll
+      for (int n = 0; n < kN8; ++n)
+        store_two<Half>(dst + row * d, 8 * n + acc_col(0), d, pairs, acc[m][n][2 * h] * factor,
+                        acc[m][n][2 * h + 1] * factor);
+    }
+}
+
+// The tiling of the kernels whose warps own queries (forward, row
+// statistics, dq): 16*kM queries per warp, tiles of kKeys keys.
+template <int kD_, int kM_, int kKeys_>
+struct QueryTiling {
+  static constexpr int kD = kD_, kM = kM_, kKeys = kKeys_;
+  static constexpr int kStride = HeadTile<kD>::kStride;
+  static constexpr int kRows = kWarps * 16 * kM;  // queries per block
+};
+
+// The causal end of the keys queries below q_end see (all Tk otherwise).
+__device__ __forceinline__ int64_t key_end(const AttentionParams& p, int64_t q_end) {
+  if (!p.causal) return p.tk;
+  const int64_t end = q_end + p.tk - p.tq;
+  return end < 0 ? 0 : end < p.tk ? end : p.tk;
+}
+
+// Calls visit(keys, values, k0) for each tile of Tile::kKeys keys in
+// [0, end), the tile's keys (and values, when kValues) in shared memory:
+// two buffers from `buffers`, the next tile's copy in flight while this one
+// is used. Tiles the caller loaded before are waited for with the first.
+template <class Tile, bool kValues, class Visit>
+__device__ __forceinline__ void for_each_key_tile(uint16_t* buffers, const uint16_t* k,
+                                                  const uint16_t* v, int64_t end,
+                                                  const AttentionParams& p, bool copy_16,
+                                                  Visit&& visit) {
+  constexpr int kTile = Tile::kKeys * Tile::kStride, kBuffer = (kValues ? 2 : 1) * kTile;
+  auto load = [&](int64_t k0, int buffer) {
+    uint16_t* keys = buffers + buffer * kBuffer;
+    load_tile<Tile::kKeys, Tile::kD>(keys, k, k0, p.tk, p.d, copy_16);
+    if (kValues) load_tile<Tile::kKeys, Tile::kD>(keys + kTile, v, k0, p.tk, p.d, copy_16);
+    cp_async_commit();
+  };
+  if (end > 0) load(0, 0);
+  int buffer = 0;
+  for (int64_t k0 = 0; k0 < end; k0 += Tile::kKeys, buffer ^= 1) {
+    cp_async_wait_all();
+    __syncthreads();  // this tile is in; every warp is done with the other buffer
+    if (k0 + Tile::kKeys < end) load(k0 + Tile::kKeys, buffer ^ 1);
+    const uint16_t* keys = buffers + buffer * kBuffer;
+    visit(keys, keys + kTile, k0);
+  }
+  cp_async_wait_all();  // nothing left in flight when no tile was visited
+}
+
+// One block of the forward: queries [q0, q0 + Tile::kRows) of one
+// batch*head. Shared: the queries, then two buffers of keys and values.
+template <class Half, class Tile>
+__device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned char* shared) {
+  constexpr int kM = Tile::kM, kD8 = Tile::kD / 8, kK8 = Tile::kKeys / 8;
+  uint16_t* qs = reinterpret_cast<uint16_t*>(shared);
+  const int64_t bh = blockIdx.x;
+  // The last query tiles see the most keys under causality: they go first.
+  const int64_t q0 = int64_t(gridDim.y - 1 - blockIdx.y) * Tile::kRows;
+  const int warp_row0 = warp_id() * 16 * kM;
+  const uint16_t* q = static_cast<const uint16_t*>(p.q) + bh * p.tq * p.d;
+  const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * p.tk * p.d;
+  const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * p.tk * p.d;
+  const Logits<Half> logits(p, bh);
+  const bool copy_16 = can_copy_16(p.d, p.q, p.k, p.v);
+
+  load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
+  float o[kM][kD8][4] = {};
+  float row_max[kM][2], row_sum[kM][2];
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) row_max[m][h] = negative_infinity(), row_sum[m][h] = 0;
+
+  for_each_key_tile<Tile, true>(
+      qs + Tile::kRows * Tile::kStride, k, v, key_end(p, q0 + Tile::kRows), p, copy_16,
+      [&](const uint16_t* ks, const uint16_t* vs, int64_t k0) {
+        float s[kM][kK8][4] = {};
+        mma_rows_rows<Half, Tile::kStride, kM, kK8, Tile::kD>(s, qs, warp_row0, ks);
+        to_logits<false>(s, logits, q0 + warp_row0, k0);
+        float rescale[kM][2];
+        online_softmax(s, row_max, row_sum, rescale);
+#pragma unroll
+        for (int m = 0; m < kM; ++m)
+#pragma unroll
+          for (int n = 0; n < kD8; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[m][n][e] *= rescale[m][e / 2];
+        mma_acc_rows<Half, Tile::kStride, kM, kD8, kK8>(o, s, vs);
+      });
+
+  // o / the row's sum; a query that sees no key keeps max -inf: zeros, the
+  // CPU's choice.
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float total = row_total(row_sum[m][h]);
+      const float factor = row_max[m][h] == negative_infinity() ? 0.0f : 1.0f / total;
+#pragma unroll
+      for (int n = 0; n < kD8; ++n) o[m][n][2 * h] *= factor, o[m][n][2 * h + 1] *= factor;
+    }
+  store_rows<Half>(static_cast<uint16_t*>(p.out) + bh * p.tq * p.d, o, q0 + warp_row0, p.tq, p.d,
+                   1.0f);
+}
+
+}  // namespace sexpgpu::cuda::flash
