@@ -5,7 +5,7 @@
 # on the cuda plugin, cuda_parity.py's training checks), then the benchmarks
 # against PyTorch; a short table comes last. Logs go to $OUT.
 #
-#   bench/device-run.sh [build] [test] [bench]     (default: all three)
+#   bench/device-run.sh [build] [test] [profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
 # device tool): `bench/device-deps.sh` downloads them here.
@@ -70,6 +70,14 @@ if has test; then
   rc=$?
   tail -12 "$OUT/cuda_e2e_mt.log"
   note "cuda_parity.py with SEXPGPU_CUDA_MULTI_TENSOR=1 exit $rc"
+fi
+
+if has profile; then
+  # Where GPT-2's step goes: every kernel timed with CUDA events.
+  SEXPGPU_CUDA_PROFILE=$OUT/prof "$BUILD/core/sexpgpu" run "$SRC/examples/gpt2.lisp" --device cuda \
+    --steps 6 --quiet --out /tmp/gpt2-profile --fresh > "$OUT/profile_run.log" 2>&1
+  python3 "$SRC/bench/profile_summary.py" "$OUT/prof" 25 | tee "$OUT/profile.txt" | head -70
+  note "profile: see profile.txt"
 fi
 
 if has bench; then

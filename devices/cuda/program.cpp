@@ -24,6 +24,7 @@
 #include "lower.h"
 #include "memory_plan.h"
 #include "nvrtc_cache.h"
+#include "profile.h"
 #include "roofline.h"
 
 namespace sexpgpu::cuda {
@@ -98,6 +99,7 @@ bool graphs_enabled() {
 class CudaProgram final : public Program {
  public:
   explicit CudaProgram(Context& context) : ctx_(context) {}
+  ~CudaProgram() override;
   std::string build(const ir::Function& fn);
 
   std::string run(std::span<const void* const> inputs, std::span<void* const> outputs,
@@ -129,6 +131,7 @@ class CudaProgram final : public Program {
   std::list<Graph> graphs_;                          // most recent first
   std::vector<std::vector<const void*>> seen_once_;  // bindings run eagerly once
   std::string report_;
+  std::unique_ptr<Profile> profile_;  // SEXPGPU_CUDA_PROFILE set
 };
 
 // Fusion over the lowered graph, so that the casts the lowering inserted
@@ -217,7 +220,16 @@ std::string CudaProgram::build(const ir::Function& fn) {
   cpu::fold_transposes(lowered);
   if (std::string e = plan(lowered); !e.empty()) return e;
   report_ = make_report(lowered);
+  if (!ctx_.plan_only && !Profile::prefix().empty())
+    profile_ = std::make_unique<Profile>(steps_.size());
   return prepare();
+}
+
+CudaProgram::~CudaProgram() {
+  if (!profile_ || profile_->runs() == 0) return;
+  nlohmann::json report = nlohmann::json::parse(report_, nullptr, false);
+  if (report.is_object() && report.contains("steps"))
+    Profile::write(Profile::prefix(), fn_.name, report["steps"], *profile_);
 }
 
 std::string CudaProgram::plan(const Lowered& lowered) {
@@ -562,13 +574,17 @@ std::string CudaProgram::enqueue(std::span<const void* const> inputs,
     return nullptr;
   };
   std::vector<const void*> args;
-  for (const Step& s : steps_) {
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step& s = steps_[k];
+    if (profile_)
+      if (std::string e = profile_->mark(k, stream); !e.empty()) return e;
     args.clear();
     for (const Slot& in : s.inputs) args.push_back(address(in));
     LaunchArgs launch{args.data(), address(s.output), address(s.scratch), stream};
     if (std::string e = s.kernel.launch(launch); !e.empty())
       return node_label(fn_, s.origin, s.op) + ": " + s.kernel.name + ": " + e;
   }
+  if (profile_) return profile_->mark(steps_.size(), stream);
   return {};
 }
 
@@ -579,6 +595,10 @@ std::string CudaProgram::run(std::span<const void* const> inputs, std::span<void
     return "'" + fn_.name + "' takes " + std::to_string(fn_.inputs.size()) + " inputs and " +
            std::to_string(fn_.outputs.size()) + " outputs, given " + std::to_string(inputs.size()) +
            " and " + std::to_string(outputs.size());
+  if (profile_) {
+    if (std::string e = enqueue(inputs, outputs, stream); !e.empty()) return e;
+    return profile_->collect();
+  }
   if (!graphs_enabled()) return enqueue(inputs, outputs, stream);
   std::vector<const void*> key(inputs.begin(), inputs.end());
   key.insert(key.end(), outputs.begin(), outputs.end());
