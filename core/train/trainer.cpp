@@ -431,16 +431,21 @@ Maybe Trainer::run_fn(const std::string& name, Scalars* scalars, bool init) {
   if (std::string e = device_->run(*bound.program, in, out); !e.empty())
     return Failure{"E-DEVICE", e};
   if (!scalars) return std::nullopt;
-  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  // Every scalar's download is enqueued behind the run; one synchronize
+  // then completes them all (plugins.md: a download is complete only after
+  // synchronize).
+  std::vector<std::pair<std::string, float>> values;
+  values.reserve(fn.outputs.size());
   for (const ir::Output& o : fn.outputs) {
     auto it = bound.own.find(o.name);
     if (it == bound.own.end() || !it->second.type().shape.is_scalar()) continue;
-    float v = 0;
     if (it->second.type().dtype != ir::DType::F32) continue;
-    if (std::string e = device_->download(it->second, &v, 4); !e.empty())
+    values.emplace_back(o.name, 0.0f);
+    if (std::string e = device_->download(it->second, &values.back().second, 4); !e.empty())
       return Failure{"E-DEVICE", e};
-    (*scalars)[o.name] = v;
   }
+  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  for (const auto& [name, v] : values) (*scalars)[name] = v;
   return std::nullopt;
 }
 

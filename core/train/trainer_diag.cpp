@@ -185,6 +185,7 @@ Maybe Trainer::run_diagnostics() {
         if (std::string e = device_->download(buffer, v.data(), buffer.bytes()); !e.empty())
           return Failure{"E-DEVICE", e};
       }
+      if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
       if (std::string e = runfile::add_diag_values(f, downloads, reducers, values); !e.empty())
         return Failure{"E-DIAG-REDUCER", "diagnostic " + d->name + ": " + e};
     }

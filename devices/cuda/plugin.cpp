@@ -14,6 +14,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -42,6 +44,11 @@ struct sg_buffer {
   ir::TensorType type;
   void* data;  // device memory; null for an empty tensor
   size_t bytes;
+  // Pinned host memory small transfers go through (made at the first one),
+  // and the event after the last copy from or into it.
+  void* staging = nullptr;
+  cudaEvent_t staged = nullptr;
+  bool download_pending = false;
 };
 
 struct sg_program {
@@ -61,11 +68,18 @@ struct sg_device {
   std::set<sg_buffer*> buffers;
   uint64_t bytes_in_use = 0, peak_bytes_in_use = 0;
   std::string stats_json;
+  // Downloads through staging memory, copied out to the caller at
+  // synchronize: (buffer, caller's memory).
+  std::vector<std::pair<sg_buffer*, void*>> pending_downloads;
 };
 
 namespace {
 
 constexpr size_t kCublasWorkspaceBytes = size_t(64) << 20;  // Hopper kernels want 32 MiB+
+// Transfers up to this size (a step's batch, its scalars) go through pinned
+// staging memory, so the copy engine runs them without holding the host;
+// larger ones (parameters at the start and at checkpoints) go direct.
+constexpr size_t kStagedBytes = size_t(16) << 20;
 
 std::string g_probe_json;
 
@@ -211,6 +225,8 @@ void release(sg_device* d) {
   for (sg_program* p : d->programs) delete p;
   for (sg_buffer* b : d->buffers) {
     if (b->data) cudaFree(b->data);
+    if (b->staging) cudaFreeHost(b->staging);
+    if (b->staged) cudaEventDestroy(b->staged);
     delete b;
   }
   d->nvrtc.reset();
@@ -352,7 +368,13 @@ sg_error* free_buffer(sg_buffer* buffer) {
     device->bytes_in_use -= buffer->bytes;
     // The stream may still read it: wait before handing the memory back.
     cudaStreamSynchronize(device->stream);
+    auto& pending = device->pending_downloads;
+    pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                 [&](const auto& p) { return p.first == buffer; }),
+                  pending.end());
     if (buffer->data) cudaFree(buffer->data);
+    if (buffer->staging) cudaFreeHost(buffer->staging);
+    if (buffer->staged) cudaEventDestroy(buffer->staged);
     delete buffer;
     return nullptr;
   });
@@ -366,14 +388,43 @@ sg_error* check_size(const sg_buffer* buffer, size_t bytes, const char* what) {
                                                    std::to_string(buffer->bytes) + " bytes)");
 }
 
+// The buffer's staging memory, free to write: made at its first use, and
+// the last copy from or into it finished (downloads pending in it are
+// first copied out by a synchronize).
+std::string staging_ready(sg_buffer* b) {
+  if (!b->staging) {
+    SG_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&b->staging, b->bytes, cudaHostAllocDefault));
+    SG_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b->staged, cudaEventDisableTiming));
+    return {};
+  }
+  if (b->download_pending) {
+    sg_device* d = b->device;
+    SG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d->stream));
+    for (auto& [buffer, host] : d->pending_downloads) {
+      std::memcpy(host, buffer->staging, buffer->bytes);
+      buffer->download_pending = false;
+    }
+    d->pending_downloads.clear();
+  }
+  return cuda::cuda_error(cudaEventSynchronize(b->staged), "cudaEventSynchronize (staging)");
+}
+
 sg_error* upload(sg_buffer* buffer, const void* host_data, size_t bytes, uint32_t) {
   return firewall([&]() -> sg_error* {
     if (sg_error* e = check_size(buffer, bytes, "upload")) return e;
     if (bytes == 0) return nullptr;
-    return cuda_failure(
-        cuda::cuda_error(cudaMemcpyAsync(buffer->data, host_data, bytes, cudaMemcpyHostToDevice,
-                                         buffer->device->stream),
-                         "upload (cudaMemcpyAsync)"));
+    cudaStream_t stream = buffer->device->stream;
+    if (bytes > kStagedBytes)
+      return cuda_failure(cuda::cuda_error(
+          cudaMemcpyAsync(buffer->data, host_data, bytes, cudaMemcpyHostToDevice, stream),
+          "upload (cudaMemcpyAsync)"));
+    if (sg_error* e = cuda_failure(staging_ready(buffer))) return e;
+    std::memcpy(buffer->staging, host_data, bytes);
+    std::string e = cuda::cuda_error(
+        cudaMemcpyAsync(buffer->data, buffer->staging, bytes, cudaMemcpyHostToDevice, stream),
+        "upload (cudaMemcpyAsync)");
+    if (e.empty()) e = cuda::cuda_error(cudaEventRecord(buffer->staged, stream), "cudaEventRecord");
+    return cuda_failure(e);
   });
 }
 
@@ -381,10 +432,20 @@ sg_error* download(sg_buffer* buffer, void* out_host_data, size_t bytes, uint32_
   return firewall([&]() -> sg_error* {
     if (sg_error* e = check_size(buffer, bytes, "download")) return e;
     if (bytes == 0) return nullptr;
-    return cuda_failure(
-        cuda::cuda_error(cudaMemcpyAsync(out_host_data, buffer->data, bytes, cudaMemcpyDeviceToHost,
-                                         buffer->device->stream),
-                         "download (cudaMemcpyAsync)"));
+    sg_device* d = buffer->device;
+    if (bytes > kStagedBytes)
+      return cuda_failure(cuda::cuda_error(cudaMemcpyAsync(out_host_data, buffer->data, bytes,
+                                                           cudaMemcpyDeviceToHost, d->stream),
+                                           "download (cudaMemcpyAsync)"));
+    if (sg_error* e = cuda_failure(staging_ready(buffer))) return e;
+    std::string e = cuda::cuda_error(
+        cudaMemcpyAsync(buffer->staging, buffer->data, bytes, cudaMemcpyDeviceToHost, d->stream),
+        "download (cudaMemcpyAsync)");
+    if (e.empty()) e = cuda::cuda_error(cudaEventRecord(buffer->staged, d->stream), "cudaEventRecord");
+    if (!e.empty()) return cuda_failure(e);
+    buffer->download_pending = true;
+    d->pending_downloads.push_back({buffer, out_host_data});
+    return nullptr;
   });
 }
 
@@ -457,8 +518,15 @@ sg_error* run(sg_program* program, sg_buffer* const* inputs, size_t input_count,
 sg_error* synchronize(sg_device* device, uint32_t) {
   return firewall([&]() -> sg_error* {
     if (device->context.plan_only) return nullptr;
-    return cuda_failure(
-        cuda::cuda_error(cudaStreamSynchronize(device->stream), "cudaStreamSynchronize"));
+    if (sg_error* e = cuda_failure(
+            cuda::cuda_error(cudaStreamSynchronize(device->stream), "cudaStreamSynchronize")))
+      return e;
+    for (auto& [buffer, host] : device->pending_downloads) {
+      std::memcpy(host, buffer->staging, buffer->bytes);
+      buffer->download_pending = false;
+    }
+    device->pending_downloads.clear();
+    return nullptr;
   });
 }
 
