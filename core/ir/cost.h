@@ -25,8 +25,12 @@
 //                       (max, subtract, exp, add)
 //   softmax, log_softmax, cross_entropy   5 per input (logit) element: max,
 //                       subtract, exp, sum, normalise
+//   cross_entropy_grad  6 per logit element: softmax's 5, then subtracting
+//                       the one-hot and scaling as one
 //   layer_norm 7, rms_norm 4 per input element (statistics, normalise, scale,
 //                       shift)
+//   layer_norm_grad     10 per element of x: the statistics (3), xhat (2), g
+//                       weight and the two sums (3), the result (2)
 //   pools               KH·KW per result element (the grads: per element of g)
 //   index_add           one add per element of g
 //   0 FLOPs             inputs, params, creation (full, constant, arange),

@@ -58,6 +58,8 @@ constexpr bool is_elementwise(Op op) {
     case Rule::Norm:
     case Rule::Attention:
     case Rule::AttentionGrad:
+    case Rule::CrossEntropyGrad:
+    case Rule::LayerNormGrad:
     case Rule::Conv2d:
     case Rule::Conv2dGrad:
     case Rule::Pool2d:

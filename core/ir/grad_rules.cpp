@@ -121,6 +121,8 @@ Result<Cotangents> vjp(Builder& b, NodeId id, NodeId g, const std::vector<bool>&
     case Op::RandomBernoulli:
     case Op::StopGradient:
     case Op::AttentionGrad:
+    case Op::CrossEntropyGrad:
+    case Op::LayerNormGrad:
       return Result<Cotangents>::failure("'" + std::string(info(node.op).ir_name) +
                                          "' has no gradient");
   }

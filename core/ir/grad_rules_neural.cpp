@@ -1,12 +1,15 @@
 // Gradient rules of the fused neural ops, written out in primitive IR ops:
-// softmax, log_softmax, cross_entropy, layer_norm, rms_norm, attention
-// (through the fused attention_grad op, or written out with its
-// probabilities recomputed from q and k where a float mask needs its own
-// gradient), and conv2d and the pools through their gradient helpers, which
-// are linear in g and so have their own adjoints here too.
+// softmax, log_softmax, cross_entropy (through the fused cross_entropy_grad
+// op; the written-out rule stays for comparison), layer_norm (dx through
+// the fused layer_norm_grad op, likewise), rms_norm, attention (through the
+// fused attention_grad op, or written out with its probabilities
+// recomputed from q and k where a float mask needs its own gradient), and
+// conv2d and the pools through their gradient helpers, which are linear in
+// g and so have their own adjoints here too.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "ir/grad_rules.h"
 
@@ -29,10 +32,17 @@ Cotangents softmax(const Vjp& v) {
   return {e.sub(g, e.mul(e.op(Op::Exp, {y}), e.sum(g, {axis}, true)))};
 }
 
+}  // namespace
+
 // Per row: d loss / d logits = softmax(logits) - one_hot(target), times the
 // row's cotangent: g itself ("none"), g ("sum") or g / counted rows
-// ("mean"), and 0 in rows whose target is ignore_index.
-Cotangents cross_entropy(const Vjp& v) {
+// ("mean"), and 0 in rows whose target is ignore_index. Written out in
+// primitive ops it materialises the probabilities and the one-hot; the
+// fused cross_entropy_grad below computes the same. Declared here, outside
+// the anonymous namespace, for test_cross_entropy_grad.cpp, which compares
+// the two.
+Cotangents cross_entropy_written_out(const Vjp& v);
+Cotangents cross_entropy_written_out(const Vjp& v) {
   Emit& e = v.e;
   NodeId logits = e.cast(v.in(0), v.dt()), targets = v.in(1);
   const Shape& rows = e.shape(targets);
@@ -60,20 +70,50 @@ Cotangents cross_entropy(const Vjp& v) {
   return {e.cast(gz, e.dtype(v.in(0))), std::nullopt};
 }
 
+namespace {
+
+// The same gradient as one cross_entropy_grad node (ops.def), which a device
+// runs as one pass over each row of logits.
+Cotangents cross_entropy(const Vjp& v) {
+  Emit& e = v.e;
+  Attrs a;
+  a.reduction = v.node.attrs.reduction;
+  a.ignore_index = v.node.attrs.ignore_index;
+  NodeId logits = e.cast(v.in(0), v.dt());
+  NodeId gz = e.op(Op::CrossEntropyGrad, {logits, v.in(1), v.g}, std::move(a));
+  return {e.cast(gz, e.dtype(v.in(0))), std::nullopt};
+}
+
+double norm_eps(const Vjp& v) {
+  return v.node.attrs.eps.value_or(v.node.op == Op::LayerNorm ? 1e-5 : 1e-6);
+}
+
+// xhat = (x - mean) rstd (layer_norm) or x rstd (rms_norm) over the last
+// axis, and rstd, as the forward computes them.
+std::pair<NodeId, NodeId> normalised(const Vjp& v) {
+  Emit& e = v.e;
+  NodeId x = v.in_as_result(0);
+  Axes last{last_axis(e, x)};
+  NodeId centred = v.node.op == Op::LayerNorm ? e.sub(x, e.mean(x, last, true)) : x;
+  NodeId rstd = e.op(
+      Op::Rsqrt, {e.add(e.mean(e.mul(centred, centred), last, true), e.c(norm_eps(v), v.dt()))});
+  return {e.mul(centred, rstd), rstd};
+}
+
+}  // namespace
+
 // layer_norm: y = xhat w + b with xhat = (x - mean) rstd; rms_norm: y = xhat
 // w with xhat = x rstd. With gh = g w (the cotangent of xhat), both give
 // dx = rstd (gh - mean(gh) - xhat mean(gh xhat)), less the mean(gh) term for
-// rms_norm, whose xhat is not centred.
-Cotangents norm(const Vjp& v) {
+// rms_norm, whose xhat is not centred. layer_norm's dx goes through the
+// fused layer_norm_grad below instead; declared here, outside the anonymous
+// namespace, for test_layer_norm_grad.cpp, which compares the two.
+Cotangents norm_written_out(const Vjp& v);
+Cotangents norm_written_out(const Vjp& v) {
   Emit& e = v.e;
   bool layer = v.node.op == Op::LayerNorm;
-  DType d = v.dt();
-  NodeId x = v.in_as_result(0);
-  Axes last{last_axis(e, x)};
-  double eps = v.node.attrs.eps.value_or(layer ? 1e-5 : 1e-6);
-  NodeId centred = layer ? e.sub(x, e.mean(x, last, true)) : x;
-  NodeId rstd = e.op(Op::Rsqrt, {e.add(e.mean(e.mul(centred, centred), last, true), e.c(eps, d))});
-  NodeId xhat = e.mul(centred, rstd);
+  Axes last{e.shape(v.in(0)).rank() - 1};
+  auto [xhat, rstd] = normalised(v);
   Cotangents out(v.node.inputs.size());
   if (v.want(0)) {
     NodeId gh = e.mul(v.g, v.in_as_result(1));
@@ -83,6 +123,26 @@ Cotangents norm(const Vjp& v) {
   }
   if (v.want(1)) out[1] = e.unbroadcast(e.mul(v.g, xhat), e.type(v.in(1)));
   if (layer && v.want(2)) out[2] = e.unbroadcast(v.g, e.type(v.in(2)));
+  return out;
+}
+
+namespace {
+
+// layer_norm's dx as one layer_norm_grad node, which a device runs as one
+// pass over each row; the weight's and bias's gradients, reductions over
+// the rows, stay written out.
+Cotangents norm(const Vjp& v) {
+  if (v.node.op != Op::LayerNorm) return norm_written_out(v);
+  Emit& e = v.e;
+  Cotangents out(v.node.inputs.size());
+  if (v.want(0)) {
+    Attrs a;
+    a.eps = norm_eps(v);
+    NodeId dx = e.op(Op::LayerNormGrad, {v.in_as_result(0), v.in_as_result(1), v.g}, std::move(a));
+    out[0] = e.cast(dx, e.dtype(v.in(0)));
+  }
+  if (v.want(1)) out[1] = e.unbroadcast(e.mul(v.g, normalised(v).first), e.type(v.in(1)));
+  if (v.want(2)) out[2] = e.unbroadcast(v.g, e.type(v.in(2)));
   return out;
 }
 

@@ -1,7 +1,8 @@
 // Shape and dtype rules of the neural ops (ops.def, "Neural"): softmax and
-// log_softmax, cross_entropy, layer_norm and rms_norm, attention, conv2d and
-// the pools, with the gradient helpers of conv and pool, which re-check that
-// their operands are what the forward op would have given.
+// log_softmax, cross_entropy and its gradient, layer_norm (and its gradient
+// with respect to x) and rms_norm, attention, conv2d and the pools, with
+// the gradient helpers of conv and pool, which re-check that their operands
+// are what the forward op would have given.
 #include <string>
 #include <tuple>
 
@@ -100,6 +101,21 @@ R cross_entropy(Op op, std::span<const TensorType> in, const Attrs& attrs) {
   return fail(op, in, "reduction \"" + reduction + "\" is not one of \"mean\", \"sum\", \"none\"");
 }
 
+// cross_entropy_grad (logits, targets, g): the operands cross_entropy had,
+// with the logits already in a float dtype (the gradient rule casts them to
+// the loss's dtype), and g shaped as cross_entropy's result.
+R cross_entropy_grad(Op op, std::span<const TensorType> in, const Attrs& attrs) {
+  const TensorType &logits = in[0], &g = in[2];
+  if (!is_float(logits.dtype))
+    return fail(op, in, "the logits need a float dtype, not " + std::string(ir_name(logits.dtype)));
+  R loss = cross_entropy(op, in.first(2), attrs);
+  if (!loss) return loss;
+  if (!(g == *loss))
+    return fail(op, in,
+                "g should be " + loss->to_string() + ", the type of cross_entropy's result");
+  return logits;
+}
+
 R norm(Op op, std::span<const TensorType> in, const Attrs&) {
   const TensorType& x = in[0];
   if (x.shape.rank() < 1) return fail(op, in, "x needs at least one axis to normalise over");
@@ -114,6 +130,21 @@ R norm(Op op, std::span<const TensorType> in, const Attrs&) {
     dtype = promote(dtype, in[i].dtype);
   }
   return TensorType{float_of(dtype), x.shape};
+}
+
+// layer_norm_grad (x, weight, g): the gradient rule casts all three to
+// layer_norm's result dtype, so one float dtype is all a kernel sees.
+R layer_norm_grad(Op op, std::span<const TensorType> in, const Attrs&) {
+  const TensorType &x = in[0], &w = in[1], &g = in[2];
+  if (x.shape.rank() < 1) return fail(op, in, "x needs at least one axis to normalise over");
+  if (!is_float(x.dtype) || w.dtype != x.dtype || g.dtype != x.dtype)
+    return fail(op, in, "x, the weight and g need one float dtype");
+  Shape last{x.shape[x.shape.rank() - 1]};
+  if (!(w.shape == last))
+    return fail(op, in,
+                "the weight should have the shape " + last.to_string() + " (x's last axis)");
+  if (!(g.shape == x.shape)) return fail(op, in, "g should have x's shape " + x.shape.to_string());
+  return x;
 }
 
 R attention(Op op, std::span<const TensorType> in, const Attrs&) {

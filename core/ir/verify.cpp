@@ -71,6 +71,7 @@ Need required_attrs(Op op) {
     case Op::Slice: return {A::starts, A::ends, A::steps};
     case Op::Pad: return {A::pads, A::value};
     case Op::LayerNorm:
+    case Op::LayerNormGrad:
     case Op::RmsNorm: return {A::eps};
     case Op::Attention:
     case Op::AttentionGrad: return {A::scale};
@@ -138,6 +139,7 @@ Need required_attrs(Op op) {
     case Op::ArgMin:
     case Op::MatMul:
     case Op::CrossEntropy:
+    case Op::CrossEntropyGrad:
     case Op::StopGradient: return {};
   }
   return {};

@@ -1,7 +1,8 @@
 // The fused neural kernels over one axis: softmax, log_softmax,
-// cross_entropy, layer_norm and rms_norm. Each row is done in one place,
-// numerically stable (the row maximum is subtracted before exp), with sums
-// in f64 and one rounding to the output dtype.
+// cross_entropy and its gradient, layer_norm (and its gradient with
+// respect to x) and rms_norm. Each row is done in one place, numerically
+// stable (the row maximum is subtracted before exp), with sums in f64 and
+// one rounding to the output dtype.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -106,6 +107,45 @@ Kernel cross_entropy_kernel(const KernelRequest& r) {
   return Kernel{std::move(fn), kernel_label(r.op, r.output.dtype) + " " + reduction};
 }
 
+// cross_entropy_grad: each row's softmax (as the softmax kernel computes it)
+// less the one-hot of its target, times the row's scale, which is 0 in an
+// ignored row, g (or g / max(counted rows, 1) for "mean") in the others:
+// the written-out rule's operations in its order.
+template <class T, class I>
+Kernel cross_entropy_grad_kernel(const KernelRequest& r) {
+  const ir::Shape& logits = r.inputs[0].shape;
+  int64_t C = logits[logits.rank() - 1];
+  int64_t rows = C == 0 ? 0 : numel(logits) / C;
+  std::optional<int64_t> ignore = r.attrs.ignore_index;
+  std::string reduction = r.attrs.reduction.value_or("mean");
+  int threads = r.threads;
+  KernelFn fn = [=](const void* const* in, void* out) -> std::string {
+    const T* x = static_cast<const T*>(in[0]);
+    const I* t = static_cast<const I*>(in[1]);
+    const T* g = static_cast<const T*>(in[2]);
+    T* o = static_cast<T*>(out);
+    auto ignored = [&](int64_t row) { return ignore && int64_t(t[row]) == *ignore; };
+    T shared_scale = reduction == "none" ? T(0) : g[0];
+    if (reduction == "mean") {
+      int64_t counted = rows;
+      if (ignore)
+        for (int64_t row = 0; row < rows; ++row) counted -= ignored(row);
+      shared_scale = shared_scale / T(std::max<int64_t>(counted, 1));
+    }
+    parallel_range(rows, C * 8, threads, [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        T scale = ignored(row) ? T(0) : reduction == "none" ? g[row] : shared_scale;
+        int64_t target = int64_t(t[row]);
+        softmax_row<T, false>(x + row * C, o + row * C, C, 1);
+        T* orow = o + row * C;
+        for (int64_t c = 0; c < C; ++c) orow[c] = (orow[c] - T(c == target ? 1 : 0)) * scale;
+      }
+    });
+    return {};
+  };
+  return Kernel{std::move(fn), kernel_label(r.op, r.output.dtype) + " " + reduction};
+}
+
 // layer_norm (with bias) or rms_norm (without) over the last axis.
 template <class T, bool kLayer>
 Kernel norm_kernel(const KernelRequest& r) {
@@ -150,6 +190,68 @@ Kernel norm_kernel(const KernelRequest& r) {
   return Kernel{std::move(fn), kernel_label(r.op, r.output.dtype)};
 }
 
+// Kernel<T, I> of a cross_entropy op by its targets' dtype I.
+template <class T, template <class, class> class K>
+KernelResult by_targets(const KernelRequest& r) {
+  switch (r.inputs[1].dtype) {
+    case ir::DType::I32: return K<T, int32_t>::make(r);
+    case ir::DType::I64: return K<T, int64_t>::make(r);
+    case ir::DType::U8: return K<T, uint8_t>::make(r);
+    case ir::DType::U16: return K<T, uint16_t>::make(r);
+    default: return no_kernel(r, "the targets need an integer dtype");
+  }
+}
+
+template <class T, class I>
+struct CrossEntropy {
+  static Kernel make(const KernelRequest& r) { return cross_entropy_kernel<T, I>(r); }
+};
+template <class T, class I>
+struct CrossEntropyGrad {
+  static Kernel make(const KernelRequest& r) { return cross_entropy_grad_kernel<T, I>(r); }
+};
+
+// layer_norm_grad: per row, mean and rstd as norm_kernel computes them, the
+// sums of gh = g w and of gh xhat in f64, then rstd (gh - mean(gh) - xhat
+// mean(gh xhat)), rounded once.
+template <class T>
+Kernel layer_norm_grad_kernel(const KernelRequest& r) {
+  const ir::Shape& x = r.inputs[0].shape;
+  int64_t D = x[x.rank() - 1];
+  int64_t rows = D == 0 ? 0 : numel(x) / D;
+  double eps = r.attrs.eps.value_or(1e-5);
+  int threads = r.threads;
+  KernelFn fn = [=](const void* const* in, void* out) -> std::string {
+    const T* xs = static_cast<const T*>(in[0]);
+    const T* w = static_cast<const T*>(in[1]);
+    const T* gs = static_cast<const T*>(in[2]);
+    T* o = static_cast<T*>(out);
+    parallel_range(rows, D * 10, threads, [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        const T *xr = xs + row * D, *gr = gs + row * D;
+        double mean = 0, ss = 0, sum_gh = 0, sum_ghx = 0;
+        for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
+        mean /= double(D);
+        for (int64_t d = 0; d < D; ++d) ss += (double(xr[d]) - mean) * (double(xr[d]) - mean);
+        double rstd = 1.0 / std::sqrt(ss / double(D) + eps);
+        for (int64_t d = 0; d < D; ++d) {
+          double gh = double(gr[d]) * double(w[d]);
+          sum_gh += gh;
+          sum_ghx += gh * (double(xr[d]) - mean) * rstd;
+        }
+        double mean_gh = sum_gh / double(D), mean_ghx = sum_ghx / double(D);
+        for (int64_t d = 0; d < D; ++d) {
+          double xhat = (double(xr[d]) - mean) * rstd;
+          double gh = double(gr[d]) * double(w[d]);
+          o[row * D + d] = T(rstd * (gh - mean_gh - xhat * mean_ghx));
+        }
+      }
+    });
+    return {};
+  };
+  return Kernel{std::move(fn), kernel_label(r.op, r.output.dtype)};
+}
+
 template <class T>
 KernelResult nn_for(const KernelRequest& r) {
   switch (r.op) {
@@ -157,16 +259,15 @@ KernelResult nn_for(const KernelRequest& r) {
     case Op::LogSoftmax: return softmax_kernel<T, true>(r);
     case Op::LayerNorm: return norm_kernel<T, true>(r);
     case Op::RmsNorm: return norm_kernel<T, false>(r);
-    case Op::CrossEntropy:
-      switch (r.inputs[1].dtype) {
-        case ir::DType::I32: return cross_entropy_kernel<T, int32_t>(r);
-        case ir::DType::I64: return cross_entropy_kernel<T, int64_t>(r);
-        case ir::DType::U8: return cross_entropy_kernel<T, uint8_t>(r);
-        case ir::DType::U16: return cross_entropy_kernel<T, uint16_t>(r);
-        default: return no_kernel(r, "the targets need an integer dtype");
-      }
+    case Op::LayerNormGrad: return layer_norm_grad_kernel<T>(r);
+    case Op::CrossEntropy: return by_targets<T, CrossEntropy>(r);
+    case Op::CrossEntropyGrad: return by_targets<T, CrossEntropyGrad>(r);
     default: return no_kernel(r, "not a fused neural op");
   }
+}
+
+bool is_cross_entropy(Op op) {
+  return op == Op::CrossEntropy || op == Op::CrossEntropyGrad;
 }
 
 }  // namespace
@@ -176,7 +277,7 @@ KernelResult make_nn_kernel(const KernelRequest& r) {
   if (d != ir::DType::F32 && d != ir::DType::F64)
     return no_kernel(r, "operands must be lowered to f32 or f64 first");
   for (size_t i = 0; i < r.inputs.size(); ++i)
-    if (!(r.op == Op::CrossEntropy && i == 1) && r.inputs[i].dtype != d)
+    if (!(is_cross_entropy(r.op) && i == 1) && r.inputs[i].dtype != d)
       return no_kernel(r, "operands must be lowered to the compute dtype first");
   if (d == ir::DType::F64) return nn_for<double>(r);
   return nn_for<float>(r);

@@ -52,6 +52,7 @@ std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& 
     case Rule::Compare: return ComputeSpec{ir::promote(in(0), in(1)), {0, 1}, false};
     case Rule::Clamp:
     case Rule::Norm:
+    case Rule::LayerNormGrad:
     case Rule::Pool2dGrad: return ComputeSpec{out, all_operands(n)};
     case Rule::Attention: {
       ComputeSpec s{out, {0, 1, 2}};
@@ -59,6 +60,7 @@ std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& 
       return s;
     }
     case Rule::AttentionGrad: return ComputeSpec{out, {0, 1, 2, 3, 4}};  // the mask is bool
+    case Rule::CrossEntropyGrad: return ComputeSpec{out, {0, 2}};        // not the targets
     case Rule::Where:
     case Rule::Cast:
     case Rule::FromAttrs:
@@ -84,8 +86,9 @@ DType widened(DType c, Op op, const LowerOptions& options) {
   if (half) return DType::F32;
   Rule rule = ir::info(op).rule;
   bool float_only = rule == Rule::AxisSameFloat || rule == Rule::CrossEntropy ||
-                    rule == Rule::Norm || rule == Rule::Attention || rule == Rule::AttentionGrad ||
-                    rule == Rule::Pool2d || rule == Rule::Pool2dGrad;
+                    rule == Rule::CrossEntropyGrad || rule == Rule::Norm ||
+                    rule == Rule::LayerNormGrad || rule == Rule::Attention ||
+                    rule == Rule::AttentionGrad || rule == Rule::Pool2d || rule == Rule::Pool2dGrad;
   if (float_only && !ir::is_float(c)) return DType::F64;  // exact for every i32/u8/u16/bool value
   if (c == DType::Bool) return DType::U8;
   return c;

@@ -109,7 +109,9 @@ KernelResult make_kernel(const KernelRequest& r) {
     case ir::Op::Softmax:
     case ir::Op::LogSoftmax:
     case ir::Op::CrossEntropy:
+    case ir::Op::CrossEntropyGrad:
     case ir::Op::LayerNorm:
+    case ir::Op::LayerNormGrad:
     case ir::Op::RmsNorm: return make_nn_kernel(r);
     case ir::Op::Attention:
     case ir::Op::AttentionGrad: return make_attention_kernel(r);

@@ -1,9 +1,11 @@
 // The fused neural ops' factory (ops.def, "Neural"): softmax and
-// log_softmax over `axis`, cross_entropy (`ignore_index`, `reduction`),
-// layer_norm and rms_norm over the last axis (`eps`), with the geometry
-// and defaults of devices/cpu/kernels_nn.cpp, resolved into the kernels of
+// log_softmax over `axis`, cross_entropy and cross_entropy_grad
+// (`ignore_index`, `reduction`), layer_norm, its gradient with respect to
+// x and rms_norm over the last axis (`eps`), with the geometry and
+// defaults of devices/cpu/kernels_nn.cpp, resolved into the kernels of
 // nn.cu. Operands arrive in f32 or f64 (lower.h), cross_entropy's targets
 // in their integer dtype.
+#include <optional>
 #include <string>
 
 #include "check.h"
@@ -68,30 +70,47 @@ KernelResult softmax_kernel(const KernelRequest& r) {
   return k;
 }
 
-KernelResult cross_entropy_kernel(const KernelRequest& r) {
-  CrossEntropyParams p;
-  switch (r.inputs[1].dtype) {
-    case DType::I32: p.target_type = TargetType::I32; break;
-    case DType::I64: p.target_type = TargetType::I64; break;
-    case DType::U8: p.target_type = TargetType::U8; break;
-    case DType::U16: p.target_type = TargetType::U16; break;
-    default: return no_kernel(r, "the targets need an integer dtype");
+std::optional<TargetType> target_type(DType d) {
+  switch (d) {
+    case DType::I32: return TargetType::I32;
+    case DType::I64: return TargetType::I64;
+    case DType::U8: return TargetType::U8;
+    case DType::U16: return TargetType::U16;
+    default: return std::nullopt;
   }
+}
+
+std::optional<Reduction> reduction_of(const std::string& reduction) {
+  if (reduction == "none") return Reduction::None;
+  if (reduction == "sum") return Reduction::Sum;
+  if (reduction == "mean") return Reduction::Mean;
+  return std::nullopt;
+}
+
+// What cross_entropy and its gradient share: the targets' dtype, the
+// reduction, the rows and ignore_index; an error message or "".
+template <class Params>
+std::string cross_entropy_params(const KernelRequest& r, Params& p) {
+  std::optional<TargetType> targets = target_type(r.inputs[1].dtype);
+  if (!targets) return "the targets need an integer dtype";
   std::string reduction = r.attrs.reduction.value_or("mean");
-  if (reduction == "none")
-    p.reduction = Reduction::None;
-  else if (reduction == "sum")
-    p.reduction = Reduction::Sum;
-  else if (reduction == "mean")
-    p.reduction = Reduction::Mean;
-  else
-    return no_kernel(r, "unknown reduction \"" + reduction + "\"");
+  std::optional<Reduction> reduce = reduction_of(reduction);
+  if (!reduce) return "unknown reduction \"" + reduction + "\"";
+  p.target_type = *targets;
+  p.reduction = *reduce;
   const ir::Shape& logits = r.inputs[0].shape;
   p.f64 = r.output.dtype == DType::F64;
   p.classes = logits.rank() == 0 ? 1 : logits[logits.rank() - 1];
   p.rows = p.classes == 0 ? 0 : cpu::numel(logits) / p.classes;
   p.has_ignore = r.attrs.ignore_index.has_value();
   p.ignore_index = r.attrs.ignore_index.value_or(0);
+  return "";
+}
+
+KernelResult cross_entropy_kernel(const KernelRequest& r) {
+  CrossEntropyParams p;
+  if (std::string why = cross_entropy_params(r, p); !why.empty()) return no_kernel(r, why);
+  std::string reduction = r.attrs.reduction.value_or("mean");
   std::string name =
       kernel_label(r.op, r.output.dtype) + " " + reduction + rows_text(p.rows, p.classes);
   if (p.reduction == Reduction::None) {
@@ -107,6 +126,24 @@ KernelResult cross_entropy_kernel(const KernelRequest& r) {
     return cuda_error(
         launch_cross_entropy(p, a.inputs[0], a.inputs[1], a.output, a.scratch, a.stream),
         name.c_str());
+  };
+  return k;
+}
+
+KernelResult cross_entropy_grad_kernel(const KernelRequest& r) {
+  CrossEntropyGradParams p;
+  if (std::string why = cross_entropy_params(r, p); !why.empty()) return no_kernel(r, why);
+  std::string name = kernel_label(r.op, r.output.dtype) + " " + r.attrs.reduction.value_or("mean") +
+                     rows_text(p.rows, p.classes);
+  if (cpu::numel(r.output.shape) == 0) return empty_kernel(name);
+  if (!rows_fit(p.rows)) return no_kernel(r, "too many rows for one grid");
+  Kernel k;
+  k.name = name;
+  k.scratch_bytes = cross_entropy_grad_scratch_bytes(p);
+  k.launch = [p, name](const LaunchArgs& a) {
+    return cuda_error(launch_cross_entropy_grad(p, a.inputs[0], a.inputs[1], a.inputs[2], a.output,
+                                                a.scratch, a.stream),
+                      name.c_str());
   };
   return k;
 }
@@ -132,6 +169,30 @@ KernelResult norm_kernel(const KernelRequest& r) {
   return k;
 }
 
+bool is_cross_entropy(Op op) {
+  return op == Op::CrossEntropy || op == Op::CrossEntropyGrad;
+}
+
+KernelResult layer_norm_grad_kernel(const KernelRequest& r) {
+  const ir::Shape& x = r.inputs[0].shape;
+  LayerNormGradParams p;
+  p.f64 = r.output.dtype == DType::F64;
+  p.dim = x[x.rank() - 1];
+  p.rows = p.dim == 0 ? 0 : cpu::numel(x) / p.dim;
+  p.eps = r.attrs.eps.value_or(1e-5);
+  std::string name = kernel_label(r.op, r.output.dtype) + rows_text(p.rows, p.dim);
+  if (p.rows == 0) return empty_kernel(name);
+  if (!rows_fit(p.rows)) return no_kernel(r, "too many rows for one grid");
+  Kernel k;
+  k.name = name;
+  k.launch = [p, name](const LaunchArgs& a) {
+    return cuda_error(
+        launch_layer_norm_grad(p, a.inputs[0], a.inputs[1], a.inputs[2], a.output, a.stream),
+        name.c_str());
+  };
+  return k;
+}
+
 }  // namespace
 
 KernelResult make_nn_kernel(const KernelRequest& r) {
@@ -139,14 +200,16 @@ KernelResult make_nn_kernel(const KernelRequest& r) {
   if (d != DType::F32 && d != DType::F64)
     return no_kernel(r, "operands must be lowered to f32 or f64 first");
   for (size_t i = 0; i < r.inputs.size(); ++i)
-    if (!(r.op == Op::CrossEntropy && i == 1) && r.inputs[i].dtype != d)
+    if (!(is_cross_entropy(r.op) && i == 1) && r.inputs[i].dtype != d)
       return no_kernel(r, "operands must be lowered to the compute dtype first");
   switch (r.op) {
     case Op::Softmax:
     case Op::LogSoftmax: return softmax_kernel(r);
     case Op::CrossEntropy: return cross_entropy_kernel(r);
+    case Op::CrossEntropyGrad: return cross_entropy_grad_kernel(r);
     case Op::LayerNorm:
     case Op::RmsNorm: return norm_kernel(r);
+    case Op::LayerNormGrad: return layer_norm_grad_kernel(r);
     default: return no_kernel(r, "not a fused neural op");
   }
 }

@@ -1,5 +1,6 @@
 // The fused neural kernels behind kernels_nn.cpp: softmax and log_softmax
-// over one axis, cross_entropy, layer_norm and rms_norm.
+// over one axis, cross_entropy and its gradient, layer_norm (and its
+// gradient with respect to x) and rms_norm.
 //
 // A row (the softmax axis, a sample's logits, the normalised axis) belongs
 // to a group of threads: blockDim.x threads per row, blockDim.y rows per
@@ -337,6 +338,55 @@ __global__ void __launch_bounds__(kNnBlock)
 }
 
 // ---------------------------------------------------------------------------
+// cross_entropy_grad
+
+// "mean": the row scale g / max(rows not ignored, 1), counted by one block.
+template <class T, class I>
+__global__ void __launch_bounds__(kNnBlock)
+    cross_entropy_grad_mean_scale(const I* __restrict__ targets, const T* __restrict__ g,
+                                  T* __restrict__ scale, int64_t rows, bool has_ignore,
+                                  int64_t ignore_index) {
+  int64_t counted = 0;
+  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x)
+    counted += has_ignore && int64_t(targets[i]) == ignore_index ? 0 : 1;
+  counted = row_reduce<Sum<int64_t>>(counted);
+  if (threadIdx.x == 0) scale[0] = g[0] / T(counted > 1 ? counted : 1);
+}
+
+// Each row's (softmax - one_hot(target)) * scale, as the CPU: the softmax
+// state first (the row read once), then exp(x - m) / s less the one-hot,
+// times the row's scale (scales[row], or scales[0] shared by all rows), which
+// is 0 in an ignored row. A group per row; the second read is batched like
+// the first, so kBatch loads are in flight per thread.
+template <class T, class I>
+__global__ void __launch_bounds__(kNnBlock)
+    cross_entropy_grad_rows(const T* __restrict__ x, const I* __restrict__ targets,
+                            const T* __restrict__ scales, bool scale_per_row, T* __restrict__ out,
+                            int64_t rows, int64_t classes, bool has_ignore, int64_t ignore_index) {
+  RowSlot r = row_slot(rows);
+  const int64_t n = r.live ? classes : 0;
+  const T* xr = x + r.row * classes;
+  MaxSum<T> a = softmax_state<T, kBatch, false>(xr, n, threadIdx.x, blockDim.x, nullptr);
+  a = OnlineSoftmax<T>::settle(row_reduce<OnlineSoftmax<T>>(a));
+  if (!r.live) return;
+  const int64_t target = int64_t(targets[r.row]);
+  const bool ignored = has_ignore && target == ignore_index;
+  const T scale = ignored ? T(0) : scales[scale_per_row ? r.row : 0];
+  T* o = out + r.row * classes;
+  const int64_t step = blockDim.x;
+  for (int64_t k0 = threadIdx.x; k0 < n; k0 += kBatch * step) {
+    T v[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) v[j] = k0 + j * step < n ? xr[k0 + j * step] : T(0);
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int64_t k = k0 + j * step;
+      if (k < n) o[k] = (exp_of(v[j] - a.m) / a.s - T(k == target ? 1 : 0)) * scale;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // layer_norm / rms_norm: y = (x - mean) / sqrt(var + eps) * weight + bias
 // with the biased variance (two passes); rms_norm takes mean 0, no bias.
 
@@ -392,6 +442,81 @@ __global__ void __launch_bounds__(kNnBlock)
   T* o = out + int64_t(blockIdx.x) * dim;
   for (int64_t k = threadIdx.x; k < dim; k += blockDim.x)
     o[k] = normalised<T, kLayer>(xr[k], mean, inv, weight, bias, k);
+}
+
+// ---------------------------------------------------------------------------
+// layer_norm_grad: dx = rstd (gh - mean(gh) - xhat mean(gh xhat)) with
+// gh = g w, the statistics recomputed from x as norm_*_rows does.
+
+template <class T>
+__device__ T layer_norm_dx(T x, T gh, T mean, T rstd, T mean_gh, T mean_ghx) {
+  return rstd * (gh - mean_gh - (x - mean) * rstd * mean_ghx);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kNnWideBlock)
+    layer_norm_grad_register_rows(const T* __restrict__ x, const T* __restrict__ weight,
+                                  const T* __restrict__ g, T* __restrict__ out, int64_t rows,
+                                  int64_t dim, T eps) {
+  RowSlot r = row_slot(rows);
+  const int64_t n = r.live ? dim : 0;
+  T v[kPerThread], gh[kPerThread];
+  load_row(x + r.row * dim, n, T(0), v);
+  load_row(g + r.row * dim, n, T(0), gh);
+  T sum = 0;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    if (row_index(i) < n) gh[i] *= weight[row_index(i)];
+    sum += v[i];  // 0 past the row
+  }
+  const T mean = row_reduce<Sum<T>>(sum) / T(dim);
+  T squares = 0;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i)
+    if (row_index(i) < n) squares += (v[i] - mean) * (v[i] - mean);
+  const T rstd = T(1) / sqrt_of(row_reduce<Sum<T>>(squares) / T(dim) + eps);
+  T sum_gh = 0, sum_ghx = 0;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i)
+    if (row_index(i) < n) {
+      sum_gh += gh[i];
+      sum_ghx += gh[i] * (v[i] - mean) * rstd;
+    }
+  const T mean_gh = row_reduce<Sum<T>>(sum_gh) / T(dim);
+  const T mean_ghx = row_reduce<Sum<T>>(sum_ghx) / T(dim);
+  T* o = out + r.row * dim;
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i)
+    if (row_index(i) < n)
+      o[row_index(i)] = layer_norm_dx(v[i], gh[i], mean, rstd, mean_gh, mean_ghx);
+}
+
+// A block per row longer than a register row: x, g and the weight are read
+// again in each pass.
+template <class T>
+__global__ void __launch_bounds__(kNnBlock)
+    layer_norm_grad_block_rows(const T* __restrict__ x, const T* __restrict__ weight,
+                               const T* __restrict__ g, T* __restrict__ out, int64_t dim, T eps) {
+  const T* xr = x + int64_t(blockIdx.x) * dim;
+  const T* gr = g + int64_t(blockIdx.x) * dim;
+  T sum = 0;
+  for (int64_t k = threadIdx.x; k < dim; k += blockDim.x) sum += xr[k];
+  const T mean = row_reduce<Sum<T>>(sum) / T(dim);
+  T squares = 0;
+  for (int64_t k = threadIdx.x; k < dim; k += blockDim.x)
+    squares += (xr[k] - mean) * (xr[k] - mean);
+  const T rstd = T(1) / sqrt_of(row_reduce<Sum<T>>(squares) / T(dim) + eps);
+  T sum_gh = 0, sum_ghx = 0;
+  for (int64_t k = threadIdx.x; k < dim; k += blockDim.x) {
+    const T gh = gr[k] * weight[k];
+    sum_gh += gh;
+    sum_ghx += gh * (xr[k] - mean) * rstd;
+  }
+  const T mean_gh = row_reduce<Sum<T>>(sum_gh) / T(dim);
+  const T mean_ghx = row_reduce<Sum<T>>(sum_ghx) / T(dim);
+  T* o = out + int64_t(blockIdx.x) * dim;
+  for (int64_t k = threadIdx.x; k < dim; k += blockDim.x)
+    o[k] = layer_norm_dx(xr[k], gr[k] * weight[k], mean, rstd, mean_gh, mean_ghx);
 }
 
 // ---------------------------------------------------------------------------
@@ -469,6 +594,45 @@ cudaError_t cross_entropy_targets(const CrossEntropyParams& p, const void* logit
   return cudaErrorInvalidValue;
 }
 
+template <class T, class I>
+cudaError_t cross_entropy_grad_typed(const CrossEntropyGradParams& p, const void* logits,
+                                     const void* targets, const void* g, void* out, void* scratch,
+                                     cudaStream_t stream) {
+  const I* t = static_cast<const I*>(targets);
+  const T* scales = static_cast<const T*>(g);
+  if (p.reduction == Reduction::Mean) {
+    T* mean_scale = static_cast<T*>(scratch);
+    cross_entropy_grad_mean_scale<T, I>
+        <<<1, kNnBlock, 0, stream>>>(t, scales, mean_scale, p.rows, p.has_ignore, p.ignore_index);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    scales = mean_scale;
+  }
+  // A warp per row up to kNnWarpRowLimit classes, up to a block of
+  // kNnBlock threads beyond (GPT-2's 50304 logits a row).
+  RowShape l = row_shape(p.rows, p.classes, kNnWarpRowLimit / kWarp, kNnBlock);
+  cross_entropy_grad_rows<T, I><<<l.grid, l.block, 0, stream>>>(
+      static_cast<const T*>(logits), t, scales, p.reduction == Reduction::None,
+      static_cast<T*>(out), p.rows, p.classes, p.has_ignore, p.ignore_index);
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t cross_entropy_grad_targets(const CrossEntropyGradParams& p, const void* logits,
+                                       const void* targets, const void* g, void* out, void* scratch,
+                                       cudaStream_t stream) {
+  switch (p.target_type) {
+    case TargetType::I32:
+      return cross_entropy_grad_typed<T, int32_t>(p, logits, targets, g, out, scratch, stream);
+    case TargetType::I64:
+      return cross_entropy_grad_typed<T, int64_t>(p, logits, targets, g, out, scratch, stream);
+    case TargetType::U8:
+      return cross_entropy_grad_typed<T, uint8_t>(p, logits, targets, g, out, scratch, stream);
+    case TargetType::U16:
+      return cross_entropy_grad_typed<T, uint16_t>(p, logits, targets, g, out, scratch, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
 template <class T, bool kLayer>
 void launch_norm_rows(const NormParams& p, const T* x, const T* w, const T* b, T* o,
                       cudaStream_t stream) {
@@ -492,6 +656,24 @@ cudaError_t norm_typed(const NormParams& p, const void* x, const void* weight, c
     launch_norm_rows<T, true>(p, in, w, b, o, stream);
   else
     launch_norm_rows<T, false>(p, in, w, b, o, stream);
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t layer_norm_grad_typed(const LayerNormGradParams& p, const void* x, const void* weight,
+                                  const void* g, void* out, cudaStream_t stream) {
+  const T* in = static_cast<const T*>(x);
+  const T* w = static_cast<const T*>(weight);
+  const T* gs = static_cast<const T*>(g);
+  T* o = static_cast<T*>(out);
+  if (p.dim <= kNnRegisterRowLimit) {
+    RowShape l = row_shape(p.rows, p.dim, kPerThread, kNnWideBlock);
+    layer_norm_grad_register_rows<T>
+        <<<l.grid, l.block, 0, stream>>>(in, w, gs, o, p.rows, p.dim, T(p.eps));
+  } else {
+    layer_norm_grad_block_rows<T>
+        <<<unsigned(p.rows), kNnBlock, 0, stream>>>(in, w, gs, o, p.dim, T(p.eps));
+  }
   return cudaGetLastError();
 }
 
@@ -521,6 +703,23 @@ cudaError_t launch_cross_entropy(const CrossEntropyParams& p, const void* logits
                                  cudaStream_t stream) {
   return p.f64 ? cross_entropy_targets<double>(p, logits, targets, out, scratch, stream)
                : cross_entropy_targets<float>(p, logits, targets, out, scratch, stream);
+}
+
+size_t cross_entropy_grad_scratch_bytes(const CrossEntropyGradParams& p) {
+  return p.reduction == Reduction::Mean ? sizeof(double) : 0;
+}
+
+cudaError_t launch_cross_entropy_grad(const CrossEntropyGradParams& p, const void* logits,
+                                      const void* targets, const void* g, void* out, void* scratch,
+                                      cudaStream_t stream) {
+  return p.f64 ? cross_entropy_grad_targets<double>(p, logits, targets, g, out, scratch, stream)
+               : cross_entropy_grad_targets<float>(p, logits, targets, g, out, scratch, stream);
+}
+
+cudaError_t launch_layer_norm_grad(const LayerNormGradParams& p, const void* x, const void* weight,
+                                   const void* g, void* out, cudaStream_t stream) {
+  return p.f64 ? layer_norm_grad_typed<double>(p, x, weight, g, out, stream)
+               : layer_norm_grad_typed<float>(p, x, weight, g, out, stream);
 }
 
 cudaError_t launch_norm(const NormParams& p, const void* x, const void* weight, const void* bias,

@@ -1,6 +1,7 @@
 // The plain interface between the fused neural ops' factory
 // (kernels_nn.cpp) and their kernels (nn.cu): softmax and log_softmax over
-// one axis, cross_entropy, layer_norm and rms_norm, in f32 or f64.
+// one axis, cross_entropy and its gradient, layer_norm (and its gradient
+// with respect to x) and rms_norm, in f32 or f64.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -63,6 +64,26 @@ cudaError_t launch_cross_entropy(const CrossEntropyParams& params, const void* l
                                  const void* targets, void* out, void* scratch,
                                  cudaStream_t stream);
 
+// cross_entropy_grad: logits [rows, classes], targets [rows], g (one value,
+// or one per row for Reduction::None) -> d loss / d logits [rows, classes].
+// A block per row reads the row twice (its softmax state, then the output).
+// "mean" first has one block count the rows not ignored into scratch (the
+// row scale g / max(count, 1)), so nothing is added up atomically.
+struct CrossEntropyGradParams {
+  bool f64 = false;
+  TargetType target_type = TargetType::I64;
+  Reduction reduction = Reduction::Mean;
+  int64_t rows = 0, classes = 0;
+  bool has_ignore = false;
+  int64_t ignore_index = 0;
+};
+
+size_t cross_entropy_grad_scratch_bytes(const CrossEntropyGradParams& params);
+
+cudaError_t launch_cross_entropy_grad(const CrossEntropyGradParams& params, const void* logits,
+                                      const void* targets, const void* g, void* out, void* scratch,
+                                      cudaStream_t stream);
+
 // x [rows, dim] normalised over dim; layer_norm subtracts the mean and adds
 // the bias, rms_norm does neither (bias is null).
 struct NormParams {
@@ -74,5 +95,18 @@ struct NormParams {
 
 cudaError_t launch_norm(const NormParams& params, const void* x, const void* weight,
                         const void* bias, void* out, cudaStream_t stream);
+
+// layer_norm_grad: x and g [rows, dim], weight [dim] -> dx [rows, dim]. Rows
+// of up to kNnRegisterRowLimit are held in registers (x and g read once);
+// longer ones get a block each and are read again per pass.
+struct LayerNormGradParams {
+  bool f64 = false;
+  int64_t rows = 0, dim = 0;
+  double eps = 1e-5;
+};
+
+cudaError_t launch_layer_norm_grad(const LayerNormGradParams& params, const void* x,
+                                   const void* weight, const void* g, void* out,
+                                   cudaStream_t stream);
 
 }  // namespace sexpgpu::cuda

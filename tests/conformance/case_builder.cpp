@@ -178,6 +178,8 @@ std::vector<Case> cases_for(Op op) {
     case Op::RmsNorm:
     case Op::Attention:
     case Op::AttentionGrad:
+    case Op::CrossEntropyGrad:
+    case Op::LayerNormGrad:
     case Op::Conv2d:
     case Op::Conv2dGradInput:
     case Op::Conv2dGradWeight:

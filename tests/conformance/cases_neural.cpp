@@ -1,7 +1,7 @@
 // Conformance cases of the shape ops (reshape .. flip, with integer ids in
-// range for take and index_add) and the neural ops (softmax, cross_entropy,
-// the norms, attention and its gradient, conv2d and the pools, with their
-// gradient helpers).
+// range for take and index_add) and the neural ops (softmax, cross_entropy
+// and its gradient, the norms and layer_norm's gradient, attention and its
+// gradient, conv2d and the pools, with their gradient helpers).
 #include <algorithm>
 
 #include "case_builder.h"
@@ -105,6 +105,39 @@ Case cross_entropy(std::string label, Shape logits, DType target_dtype, std::str
           }};
 }
 
+// cross_entropy_grad of logits [rows..., C] with i64 targets, g drawn of the
+// loss's shape; with has_ignore, ignore_index is -1 and the rows in
+// `ignored` have that target (all of them: none counts, the mean divides by
+// 1, and every output is 0).
+Case cross_entropy_grad(std::string label, Shape logits, std::string reduction,
+                        std::vector<size_t> ignored = {}, bool has_ignore = false) {
+  return {label, Op::CrossEntropyGrad, double(logits[logits.rank() - 1]), [=](CaseBuilder& c) {
+            Attrs a;
+            a.reduction = reduction;
+            if (has_ignore) a.ignore_index = -1;
+            int64_t classes = logits[logits.rank() - 1];
+            Shape rows(Dims(logits.begin(), logits.end() - 1));
+            Values t(static_cast<size_t>(*rows.numel()));
+            for (double& x : t) x = double(c.integer(0, classes - 1));
+            for (size_t row : ignored) t[row] = -1;
+            NodeId z = c.input(logits);
+            NodeId g = c.input(reduction == "none" ? rows : Shape{}, Draw::NonZero);
+            return c.op(Op::CrossEntropyGrad, {z, c.input(DType::I64, rows, t), g}, a);
+          }};
+}
+
+// layer_norm_grad of x with a positive weight and g drawn, eps 1e-5; each
+// output sums the row's terms (its two means).
+Case layer_norm_grad(std::string label, Shape x) {
+  int64_t dim = x[x.rank() - 1];
+  return {label, Op::LayerNormGrad, double(dim), [=](CaseBuilder& c) {
+            NodeId xs = c.input(x), w = c.input({dim}, Draw::Positive);
+            Attrs a;
+            a.eps = 1e-5;
+            return c.op(Op::LayerNormGrad, {xs, w, c.input(x, Draw::Unit)}, a);
+          }};
+}
+
 // attention of [1,2,tq,4] queries over [1,2,tk,4] keys and values; mask 0:
 // none, 1: a float mask added, 2: a boolean mask [tq,tk].
 Case attention(std::string label, int64_t tq, int64_t tk, bool causal, int mask) {
@@ -182,6 +215,18 @@ std::vector<Case> neural_cases(Op op) {
               cross_entropy("none", {4, 5}, DType::I32, "none"),
               cross_entropy("mean, ignore -1", {4, 5}, DType::I32, "mean", -1),
               cross_entropy("3-D, ignore 2", {2, 3, 4}, DType::I64, "mean", 2)};
+    case Op::CrossEntropyGrad:
+      return {
+          cross_entropy_grad("mean", {4, 5}, "mean"),
+          cross_entropy_grad("sum", {2, 3, 5}, "sum"),
+          cross_entropy_grad("none", {4, 5}, "none"),
+          cross_entropy_grad("mean, rows 1 and 2 ignored", {4, 5}, "mean", {1, 2}, true),
+          cross_entropy_grad("sum, row 0 ignored", {3, 5}, "sum", {0}, true),
+          cross_entropy_grad("none, row 3 ignored", {4, 5}, "none", {3}, true),
+          cross_entropy_grad("mean, ignore_index but none ignored", {3, 5}, "mean", {}, true),
+          cross_entropy_grad("mean, every row ignored", {3, 5}, "mean", {0, 1, 2}, true),
+          cross_entropy_grad("mean, 300 classes", {6, 300}, "mean", {4}, true),
+          cross_entropy_grad("none, 1500 classes: more than a warp", {3, 1500}, "none", {1}, true)};
     case Op::LayerNorm:
       return {{"", op, 5, [](CaseBuilder& c) {
                  NodeId x = c.input({3, 5}), w = c.input({5}, Draw::Positive);
@@ -189,6 +234,10 @@ std::vector<Case> neural_cases(Op op) {
                  a.eps = 1e-5;
                  return c.op(Op::LayerNorm, {x, w, c.input({5})}, a);
                }}};
+    case Op::LayerNormGrad:
+      return {layer_norm_grad("", {3, 5}), layer_norm_grad("3-D", {2, 3, 4}),
+              layer_norm_grad("rows of 768, as GPT-2's", {3, 768}),
+              layer_norm_grad("rows of 9000: a block per row", {2, 9000})};
     case Op::RmsNorm:
       return {{"", op, 4, [](CaseBuilder& c) {
                  NodeId x = c.input({2, 3, 4}), w = c.input({4}, Draw::Positive);
