@@ -372,7 +372,7 @@ KernelResult make_group_kernel(const ElementwiseGroup& g, Context& context) {
                                        dim3(blocks), dim3(kBlock), args.data(), 0, a.stream),
                       "cudaLaunchKernel");
   };
-  return Kernel{std::move(launch), group_label(g) + " " + name, 0, nullptr, {}};
+  return kernel_of(std::move(launch), group_label(g) + " " + name);
 }
 
 KernelResult make_elementwise_kernel(const KernelRequest& r) {
@@ -497,12 +497,8 @@ KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups
                                        dim3(unsigned(blocks)), dim3(kBlock), args, 0, a.stream),
                       "cudaLaunchKernel");
   };
-  return Kernel{
-      std::move(launch),
-      "multi-tensor x" + std::to_string(groups.size()) + " " + group_label(g) + " " + name,
-      0,
-      nullptr,
-      {}};
+  return kernel_of(std::move(launch), "multi-tensor x" + std::to_string(groups.size()) + " " +
+                                          group_label(g) + " " + name);
 }
 
 }  // namespace sexpgpu::cuda

@@ -83,6 +83,12 @@ KernelResult make_pool_kernel(const KernelRequest& request);         // kernels_
 // reshape that must materialise).
 Kernel make_copy_kernel(size_t bytes);
 
+// A kernel of `launch` called `name`, with no scratch, resources or prepare.
+Kernel kernel_of(LaunchFn launch, std::string name);
+
+// The most blocks a grid-stride kernel launches: eight per multiprocessor.
+int max_blocks(const Context& context);
+
 // "add<f32>": the op's IR name and the compute dtype, for kernel names.
 std::string kernel_label(ir::Op op, ir::DType dtype);
 // The failure every factory gives for a case it has no kernel for.

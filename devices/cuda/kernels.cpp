@@ -19,6 +19,17 @@ KernelResult no_kernel(const KernelRequest& r, const std::string& why) {
                                r.output.to_string() + ": " + why);
 }
 
+Kernel kernel_of(LaunchFn launch, std::string name) {
+  Kernel k;
+  k.launch = std::move(launch);
+  k.name = std::move(name);
+  return k;
+}
+
+int max_blocks(const Context& context) {
+  return context.sm_count > 0 ? context.sm_count * 8 : 1024;
+}
+
 Kernel make_copy_kernel(size_t bytes) {
   LaunchFn launch = [bytes](const LaunchArgs& a) -> std::string {
     if (bytes == 0 || a.inputs[0] == a.output) return {};
@@ -26,7 +37,7 @@ Kernel make_copy_kernel(size_t bytes) {
         cudaMemcpyAsync(a.output, a.inputs[0], bytes, cudaMemcpyDeviceToDevice, a.stream),
         "cudaMemcpyAsync");
   };
-  return Kernel{std::move(launch), "copy " + std::to_string(bytes) + " bytes", 0, nullptr, {}};
+  return kernel_of(std::move(launch), "copy " + std::to_string(bytes) + " bytes");
 }
 
 KernelResult make_kernel(const KernelRequest& r) {

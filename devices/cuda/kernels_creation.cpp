@@ -35,18 +35,6 @@ uint64_t storage_bits(double value, ir::DType dtype) {
 
 namespace {
 
-// A kernel of `launch` called `name` (no scratch, resources or prepare).
-Kernel kernel_of(LaunchFn launch, std::string name) {
-  Kernel k;
-  k.launch = std::move(launch);
-  k.name = std::move(name);
-  return k;
-}
-
-int max_blocks(const Context& c) {
-  return c.sm_count > 0 ? c.sm_count * 8 : 1024;
-}
-
 KernelResult full(const KernelRequest& r, std::string name) {
   if (!r.attrs.value) return no_kernel(r, "the `value` attribute is missing");
   const int64_t n = cpu::numel(r.output.shape);

@@ -20,18 +20,6 @@ namespace {
 using ir::DType;
 using ir::Op;
 
-// A kernel of `launch` called `name` (no scratch, resources or prepare).
-Kernel kernel_of(LaunchFn launch, std::string name) {
-  Kernel k;
-  k.launch = std::move(launch);
-  k.name = std::move(name);
-  return k;
-}
-
-int max_blocks(const Context& c) {
-  return c.sm_count > 0 ? c.sm_count * 8 : 1024;
-}
-
 FloatStorage float_storage(DType d) {
   switch (d) {
     case DType::BF16: return FloatStorage::BF16;

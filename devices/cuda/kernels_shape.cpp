@@ -26,18 +26,6 @@ using ir::Op;
 
 constexpr int64_t kIndex32Limit = int64_t(1) << 31;
 
-// A kernel of `launch` called `name` (no scratch, resources or prepare).
-Kernel kernel_of(LaunchFn launch, std::string name) {
-  Kernel k;
-  k.launch = std::move(launch);
-  k.name = std::move(name);
-  return k;
-}
-
-int max_blocks(const Context& c) {
-  return c.sm_count > 0 ? c.sm_count * 8 : 1024;
-}
-
 bool aligned(const void* a, const void* b, int bytes) {
   return (reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) % uintptr_t(bytes) == 0;
 }
