@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/ops.h"
+#include "lower.h"
 
 namespace sexpgpu::cpu {
 
@@ -56,12 +57,7 @@ KernelResult make_pool_kernel(const KernelRequest& request);         // kernels_
 // (kernels_fused.cpp). Its nodes all have the output's shape; each operand
 // is an earlier node of the group or one of the external operands, which
 // are broadcastable to the output.
-struct FusedNode {
-  ir::Op op;
-  ir::Attrs attrs;
-  ir::DType dtype;            // the result's
-  std::vector<int> operands;  // k >= 0: node k of the group; k < 0: external -1 - k
-};
+using FusedNode = GroupedNode;  // lower.h
 
 struct FusedRequest {
   std::vector<FusedNode> nodes;  // in program order; the last one's value is the output

@@ -1,6 +1,7 @@
 // Inserting the casts of lower.h.
 #include "lower.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <utility>
@@ -177,6 +178,40 @@ void fold_transposes(Lowered& lowered) {
       n.transposed[i] = true;
     }
   }
+}
+
+std::optional<LoweredGroup> gather_group(const Lowered& lowered,
+                                         const std::vector<ir::NodeId>& members,
+                                         const std::vector<bool>& live,
+                                         const std::vector<int>& group_of, int group) {
+  std::map<ir::NodeId, int> index;
+  for (size_t k = 0; k < members.size(); ++k) index[members[k]] = int(k);
+  ir::NodeId last = members.back();
+  for (size_t i = 0; i < lowered.nodes.size(); ++i) {
+    if (!live[i] || group_of[i] == group) continue;
+    for (ir::NodeId in : lowered.nodes[i].inputs)
+      if (index.count(in) && in != last) return std::nullopt;
+  }
+  LoweredGroup g;
+  for (ir::NodeId id : members) {
+    const LoweredNode& n = lowered.nodes[size_t(id)];
+    GroupedNode node{n.op, n.attrs, n.type.dtype, {}};
+    for (ir::NodeId in : n.inputs) {
+      if (auto it = index.find(in); it != index.end()) {
+        node.operands.push_back(it->second);
+        continue;
+      }
+      auto at = std::find(g.externals.begin(), g.externals.end(), in);
+      if (at == g.externals.end()) {
+        g.externals.push_back(in);
+        g.external_types.push_back(lowered.nodes[size_t(in)].type);
+        at = g.externals.end() - 1;
+      }
+      node.operands.push_back(-1 - int(at - g.externals.begin()));
+    }
+    g.nodes.push_back(std::move(node));
+  }
+  return g;
 }
 
 }  // namespace sexpgpu::cpu

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -42,6 +43,30 @@ struct LowerOptions {
 };
 
 Lowered lower(const ir::Function& fn, const LowerOptions& options = {});
+
+// A group of lowered nodes one kernel runs (a fusion group): each node's
+// operands are earlier nodes of the group (k >= 0) or the group's external
+// operands (k < 0: external -1 - k, in `externals`).
+struct GroupedNode {
+  ir::Op op;
+  ir::Attrs attrs;
+  ir::DType dtype;            // the result's
+  std::vector<int> operands;  // k >= 0: node k of the group; k < 0: external -1 - k
+};
+
+struct LoweredGroup {
+  std::vector<GroupedNode> nodes;  // in program order; the last one's value is the result
+  ir::NodeIds externals;           // lowered ids of the operands from outside
+  std::vector<ir::TensorType> external_types;
+};
+
+// `members` (lowered ids in program order, all live) as one group, or
+// nullopt when a live node outside it (group_of[i] != group) reads a member
+// other than the last: only the last one's value leaves the kernel.
+std::optional<LoweredGroup> gather_group(const Lowered& lowered,
+                                         const std::vector<ir::NodeId>& members,
+                                         const std::vector<bool>& live,
+                                         const std::vector<int>& group_of, int group);
 
 // Points each matmul operand that is a permute swapping only the last two
 // axes at the permute's operand, marking it transposed: gemm reads it

@@ -72,34 +72,11 @@ std::optional<FusedRequest> fused_request(const Lowered& lowered,
                                           const std::vector<bool>& live,
                                           const std::vector<int>& group_of, int group, int threads,
                                           ir::NodeIds& externals) {
-  std::map<NodeId, int> index;
-  for (size_t k = 0; k < members.size(); ++k) index[members[k]] = int(k);
-  NodeId last = members.back();
-  for (size_t i = 0; i < lowered.nodes.size(); ++i) {
-    if (!live[i] || group_of[i] == group) continue;
-    for (NodeId in : lowered.nodes[i].inputs)
-      if (index.count(in) && in != last) return std::nullopt;
-  }
-  FusedRequest r{{}, {}, lowered.nodes[size_t(last)].type, threads};
-  for (NodeId id : members) {
-    const LoweredNode& n = lowered.nodes[size_t(id)];
-    FusedNode f{n.op, n.attrs, n.type.dtype, {}};
-    for (NodeId in : n.inputs) {
-      if (auto it = index.find(in); it != index.end()) {
-        f.operands.push_back(it->second);
-        continue;
-      }
-      auto at = std::find(externals.begin(), externals.end(), in);
-      if (at == externals.end()) {
-        externals.push_back(in);
-        r.externals.push_back(lowered.nodes[size_t(in)].type);
-        at = externals.end() - 1;
-      }
-      f.operands.push_back(-1 - int(at - externals.begin()));
-    }
-    r.nodes.push_back(std::move(f));
-  }
-  return r;
+  std::optional<LoweredGroup> g = gather_group(lowered, members, live, group_of, group);
+  if (!g) return std::nullopt;
+  externals = g->externals;
+  return FusedRequest{std::move(g->nodes), std::move(g->external_types),
+                      lowered.nodes[size_t(members.back())].type, threads};
 }
 
 // Groups whose nodes are all live, none an output but the last, and which

@@ -9,15 +9,11 @@
 #include <vector>
 
 #include "kernel.h"
+#include "lower.h"
 
 namespace sexpgpu::cuda {
 
-struct GroupNode {
-  ir::Op op;
-  ir::Attrs attrs;
-  ir::DType dtype;            // the result's
-  std::vector<int> operands;  // k >= 0: node k of the group; k < 0: external -1 - k
-};
+using GroupNode = cpu::GroupedNode;  // devices/cpu/lower.h: the shared plan's group node
 
 // Nodes in program order, every one of the output's shape; the last one's
 // value is the output. Externals are broadcastable to the output.

@@ -182,35 +182,13 @@ std::optional<ElementwiseGroup> CudaProgram::group_of(const Lowered& lowered,
                                                       const std::vector<bool>& live,
                                                       const std::vector<int>& group_id, int group,
                                                       ir::NodeIds& externals) const {
-  std::map<NodeId, int> index;
-  for (size_t k = 0; k < members.size(); ++k) index[members[k]] = int(k);
-  NodeId last = members.back();
-  for (size_t i = 0; i < lowered.nodes.size(); ++i) {
-    if (!live[i] || group_id[i] == group) continue;
-    for (NodeId in : lowered.nodes[i].inputs)
-      if (index.count(in) && in != last) return std::nullopt;
-  }
-  ElementwiseGroup g{{}, {}, lowered.nodes[size_t(last)].type};
-  for (NodeId id : members) {
-    const LoweredNode& n = lowered.nodes[size_t(id)];
-    if (!(n.type.shape == g.output.shape)) return std::nullopt;
-    GroupNode node{n.op, n.attrs, n.type.dtype, {}};
-    for (NodeId in : n.inputs) {
-      if (auto it = index.find(in); it != index.end()) {
-        node.operands.push_back(it->second);
-        continue;
-      }
-      auto at = std::find(externals.begin(), externals.end(), in);
-      if (at == externals.end()) {
-        externals.push_back(in);
-        g.externals.push_back(lowered.nodes[size_t(in)].type);
-        at = externals.end() - 1;
-      }
-      node.operands.push_back(-1 - int(at - externals.begin()));
-    }
-    g.nodes.push_back(std::move(node));
-  }
-  return g;
+  const ir::TensorType& result = lowered.nodes[size_t(members.back())].type;
+  for (NodeId id : members)
+    if (!(lowered.nodes[size_t(id)].type.shape == result.shape)) return std::nullopt;
+  std::optional<cpu::LoweredGroup> g = cpu::gather_group(lowered, members, live, group_id, group);
+  if (!g) return std::nullopt;
+  externals = g->externals;
+  return ElementwiseGroup{std::move(g->nodes), std::move(g->external_types), result};
 }
 
 std::string CudaProgram::build(const ir::Function& fn) {
