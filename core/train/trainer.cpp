@@ -387,6 +387,17 @@ void Trainer::close_sinks() {
 // ---- running a function ------------------------------------------------------------------
 
 Maybe Trainer::run_fn(const std::string& name, Scalars* scalars, bool init) {
+  if (!scalars) return enqueue_fn(name, nullptr, init);
+  PendingScalars pending;
+  if (Maybe f = enqueue_fn(name, &pending, init)) return f;
+  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  for (const auto& [k, v] : pending) (*scalars)[k] = v;
+  return std::nullopt;
+}
+
+// Enqueues one run of `name` and, with `pending`, the downloads of its f32
+// scalar outputs behind it (plugins.md: complete after synchronize).
+Maybe Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, bool init) {
   Bound& bound = programs_.at(name);
   const ir::Function& fn = bound.program->function();
   std::vector<sg_buffer*> in, out;
@@ -430,22 +441,15 @@ Maybe Trainer::run_fn(const std::string& name, Scalars* scalars, bool init) {
   }
   if (std::string e = device_->run(*bound.program, in, out); !e.empty())
     return Failure{"E-DEVICE", e};
-  if (!scalars) return std::nullopt;
-  // Every scalar's download is enqueued behind the run; one synchronize
-  // then completes them all (plugins.md: a download is complete only after
-  // synchronize).
-  std::vector<std::pair<std::string, float>> values;
-  values.reserve(fn.outputs.size());
+  if (!pending) return std::nullopt;
   for (const ir::Output& o : fn.outputs) {
     auto it = bound.own.find(o.name);
     if (it == bound.own.end() || !it->second.type().shape.is_scalar()) continue;
     if (it->second.type().dtype != ir::DType::F32) continue;
-    values.emplace_back(o.name, 0.0f);
-    if (std::string e = device_->download(it->second, &values.back().second, 4); !e.empty())
+    pending->emplace_back(o.name, 0.0f);
+    if (std::string e = device_->download(it->second, &pending->back().second, 4); !e.empty())
       return Failure{"E-DEVICE", e};
   }
-  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
-  for (const auto& [name, v] : values) (*scalars)[name] = v;
   return std::nullopt;
 }
 
@@ -513,6 +517,7 @@ const std::string& Trainer::train_fn_for(int64_t rows) const {
 // must not be applied and `what` names the value.
 Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
   const int64_t micro = run_.run.microbatches;
+  if (micro == 1) return single_step(out, nonfinite, what);
   std::map<std::string, double> sums;
   for (int64_t mb = 0; mb < micro; ++mb) {
     ir::Result<data::Batch> batch = prefetch_->next();
@@ -549,6 +554,42 @@ Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
   Scalars u;
   if (Maybe f = run_fn("update", &u)) return f;
   for (auto& [k, v] : u) out[k] = v;
+  if (!std::isfinite(out["grad-norm"])) {
+    nonfinite = true;
+    what = "grad-norm";
+  }
+  return std::nullopt;
+}
+
+// One batch: forward, backward and update enqueued back to back and
+// waited for once. The update writes the spare buffers, which are swapped
+// in only for a finite step, so running it before the loss is known costs
+// nothing when the loss is not finite.
+Maybe Trainer::single_step(Scalars& out, bool& nonfinite, std::string& what) {
+  ir::Result<data::Batch> batch = prefetch_->next();
+  if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
+  const std::string& fn = train_fn_for(batch->size);
+  last_batch_rows_ = batch->size;  // diagnostics over activations rerun this batch
+  if (Maybe f = upload_batch(programs_.at(fn), *batch)) return f;
+  epoch_ = batch->epoch;
+  if (Maybe f = set_ctx(0)) return f;
+  PendingScalars step, update;
+  if (Maybe f = enqueue_fn(fn, &step)) return f;
+  interval_examples_ += batch->size;
+  const data::LoaderCounters c = prefetch_->state().counters;
+  examples_ = c.examples;
+  interval_tokens_ += c.tokens - tokens_;
+  tokens_ = c.tokens;
+  if (Maybe f = set_ctx(0)) return f;
+  if (Maybe f = enqueue_fn("update", &update)) return f;
+  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  for (const auto& [k, v] : step) out[k] = v;
+  if (!std::isfinite(out["loss"])) {
+    nonfinite = true;
+    what = "loss";
+    return std::nullopt;
+  }
+  for (const auto& [k, v] : update) out[k] = v;
   if (!std::isfinite(out["grad-norm"])) {
     nonfinite = true;
     what = "grad-norm";
