@@ -513,12 +513,14 @@ const std::string& Trainer::train_fn_for(int64_t rows) const {
 // ---- the step ----------------------------------------------------------------------------
 
 // One optimizer step: every microbatch's forward and backward, the gradient
-// sum, then the update into the spare buffers. `nonfinite` says the step
-// must not be applied and `what` names the value.
+// sum, then the update into the spare buffers, enqueued back to back and
+// waited for once. The spare buffers are swapped in only for a finite step,
+// so running the update before the loss is known costs nothing when it is
+// not finite. `nonfinite` says the step must not be applied and `what`
+// names the value.
 Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
   const int64_t micro = run_.run.microbatches;
-  if (micro == 1) return single_step(out, nonfinite, what);
-  std::map<std::string, double> sums;
+  std::vector<PendingScalars> passes(static_cast<size_t>(micro));  // sized once: no deque moves
   for (int64_t mb = 0; mb < micro; ++mb) {
     ir::Result<data::Batch> batch = prefetch_->next();
     if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
@@ -527,9 +529,7 @@ Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
     if (Maybe f = upload_batch(programs_.at(fn), *batch)) return f;
     epoch_ = batch->epoch;
     if (Maybe f = set_ctx(mb)) return f;
-    Scalars s;
-    if (Maybe f = run_fn(fn, &s)) return f;
-    for (auto& [k, v] : s) sums[k] += v / double(micro);
+    if (Maybe f = enqueue_fn(fn, &passes[size_t(mb)])) return f;
     interval_examples_ += batch->size;
     const data::LoaderCounters c = prefetch_->state().counters;
     examples_ = c.examples;
@@ -539,51 +539,19 @@ Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
       if (mb == 0) {
         for (auto& [path, slot] : acc_) std::swap(slot.current, grads_.at(path));
       } else {
-        if (Maybe f = run_fn("accumulate", nullptr)) return f;
+        if (Maybe f = enqueue_fn("accumulate", nullptr)) return f;
         for (auto& [path, slot] : acc_) slot.swap();
       }
     }
   }
-  out = sums;
-  if (!std::isfinite(out["loss"])) {
-    nonfinite = true;
-    what = "loss";
-    return std::nullopt;
-  }
   if (Maybe f = set_ctx(0)) return f;
-  Scalars u;
-  if (Maybe f = run_fn("update", &u)) return f;
-  for (auto& [k, v] : u) out[k] = v;
-  if (!std::isfinite(out["grad-norm"])) {
-    nonfinite = true;
-    what = "grad-norm";
-  }
-  return std::nullopt;
-}
-
-// One batch: forward, backward and update enqueued back to back and
-// waited for once. The update writes the spare buffers, which are swapped
-// in only for a finite step, so running it before the loss is known costs
-// nothing when the loss is not finite.
-Maybe Trainer::single_step(Scalars& out, bool& nonfinite, std::string& what) {
-  ir::Result<data::Batch> batch = prefetch_->next();
-  if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
-  const std::string& fn = train_fn_for(batch->size);
-  last_batch_rows_ = batch->size;  // diagnostics over activations rerun this batch
-  if (Maybe f = upload_batch(programs_.at(fn), *batch)) return f;
-  epoch_ = batch->epoch;
-  if (Maybe f = set_ctx(0)) return f;
-  PendingScalars step, update;
-  if (Maybe f = enqueue_fn(fn, &step)) return f;
-  interval_examples_ += batch->size;
-  const data::LoaderCounters c = prefetch_->state().counters;
-  examples_ = c.examples;
-  interval_tokens_ += c.tokens - tokens_;
-  tokens_ = c.tokens;
-  if (Maybe f = set_ctx(0)) return f;
+  PendingScalars update;
   if (Maybe f = enqueue_fn("update", &update)) return f;
   if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
-  for (const auto& [k, v] : step) out[k] = v;
+  std::map<std::string, double> sums;
+  for (const PendingScalars& pass : passes)
+    for (const auto& [k, v] : pass) sums[k] += v / double(micro);
+  out = sums;
   if (!std::isfinite(out["loss"])) {
     nonfinite = true;
     what = "loss";

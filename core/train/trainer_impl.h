@@ -80,7 +80,6 @@ class Trainer {
   // these after the next synchronize (a deque: the addresses stay put).
   using PendingScalars = std::deque<std::pair<std::string, float>>;
   Maybe enqueue_fn(const std::string& fn, PendingScalars* pending, bool init = false);
-  Maybe single_step(Scalars& out, bool& nonfinite, std::string& what);
   Maybe upload_batch(Bound& b, const data::Batch& batch);
   Maybe set_ctx(int64_t microbatch);
   Maybe upload_scalar(const Buffer& b, double value);
