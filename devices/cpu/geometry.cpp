@@ -54,4 +54,18 @@ int64_t Space::row_offset(int k, int64_t r) const {
   return off;
 }
 
+TakeGeometry take_geometry(const ir::Shape& x, int64_t axis, const ir::Shape& ids) {
+  TakeGeometry g;
+  for (int64_t a = 0; a < x.rank(); ++a) {
+    if (a < axis)
+      g.pre *= x[a];
+    else if (a == axis)
+      g.n = x[a];
+    else
+      g.post *= x[a];
+  }
+  g.ids = numel(ids);
+  return g;
+}
+
 }  // namespace sexpgpu::cpu

@@ -102,6 +102,13 @@ void for_each_row(const Space& space, int threads, int64_t work_per_element, Row
   });
 }
 
+// take and index_add see x as [pre, n, post] (n along `axis`) and the ids
+// as a flat list of `ids` elements.
+struct TakeGeometry {
+  int64_t pre = 1, n = 1, post = 1, ids = 1;
+};
+TakeGeometry take_geometry(const ir::Shape& x, int64_t axis, const ir::Shape& ids);
+
 // Normalises `axis` of a rank-`rank` tensor (the verifier has checked it).
 inline int64_t norm_axis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;

@@ -149,25 +149,6 @@ KernelResult pad(const KernelRequest& r) {
                        r.attrs.value.value_or(0.0), "pad");
 }
 
-// take and index_add see x as [pre, n, post] and ids as a flat list.
-struct TakeGeometry {
-  int64_t pre = 1, n = 1, post = 1, ids = 1;
-};
-
-TakeGeometry take_geometry(const ir::Shape& x, int64_t axis, const ir::Shape& ids) {
-  TakeGeometry g;
-  for (int64_t a = 0; a < x.rank(); ++a) {
-    if (a < axis)
-      g.pre *= x[a];
-    else if (a == axis)
-      g.n = x[a];
-    else
-      g.post *= x[a];
-  }
-  g.ids = numel(ids);
-  return g;
-}
-
 // Reads the ids as int64, checking each is in [0, n).
 template <class I>
 std::string read_ids(const void* p, int64_t count, int64_t n, int64_t axis,

@@ -254,25 +254,8 @@ KernelResult pad(const KernelRequest& r) {
 }
 
 // ---------------------------------------------------------------------------
-// take and index_add see x as [pre, n, post] and ids as a flat list.
-
-struct TakeGeometry {
-  int64_t pre = 1, n = 1, post = 1, ids = 1;
-};
-
-TakeGeometry take_geometry(const ir::Shape& x, int64_t axis, const ir::Shape& ids) {
-  TakeGeometry g;
-  for (int64_t a = 0; a < x.rank(); ++a) {
-    if (a < axis)
-      g.pre *= x[a];
-    else if (a == axis)
-      g.n = x[a];
-    else
-      g.post *= x[a];
-  }
-  g.ids = numel(ids);
-  return g;
-}
+// take and index_add see x as [pre, n, post] and ids as a flat list
+// (cpu::take_geometry).
 
 std::optional<IdKind> id_kind(ir::DType d) {
   switch (d) {
@@ -286,7 +269,7 @@ std::optional<IdKind> id_kind(ir::DType d) {
 
 KernelResult take(const KernelRequest& r) {
   const int64_t axis = norm_axis(*r.attrs.axis, r.inputs[0].shape.rank());
-  const TakeGeometry g = take_geometry(r.inputs[0].shape, axis, r.inputs[1].shape);
+  const cpu::TakeGeometry g = cpu::take_geometry(r.inputs[0].shape, axis, r.inputs[1].shape);
   std::optional<IdKind> kind = id_kind(r.inputs[1].dtype);
   if (!kind) return no_kernel(r, "the ids need an integer dtype");
   std::string name = kernel_label(Op::Take, r.output.dtype);
@@ -343,7 +326,7 @@ KernelResult index_add(const KernelRequest& r) {
   std::optional<IdKind> kind = id_kind(r.inputs[1].dtype);
   if (!kind) return no_kernel(r, "the ids need an integer dtype");
   const int64_t axis = norm_axis(*r.attrs.axis, r.output.shape.rank());
-  const TakeGeometry g = take_geometry(r.output.shape, axis, r.inputs[1].shape);
+  const cpu::TakeGeometry g = cpu::take_geometry(r.output.shape, axis, r.inputs[1].shape);
   std::string name = kernel_label(Op::IndexAdd, r.output.dtype);
   if (numel(r.output.shape) == 0) return empty_kernel(std::move(name));
   if (g.ids >= kIndex32Limit || g.n >= kIndex32Limit)
