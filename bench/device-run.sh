@@ -13,7 +13,10 @@ set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/sexpgpu-out}
-mkdir -p "$OUT"
+# Logs gather here and come back as one archive: the device tool returns at
+# most 8 files.
+LOGS=/tmp/sexpgpu-logs
+mkdir -p "$OUT" "$LOGS"
 SRC=$(pwd)
 BUILD=$SRC/build-gpu
 STAGES=${*:-build test bench}
@@ -28,7 +31,7 @@ for f in "$SRC"/.devdeps/debs/*.deb; do dpkg -x "$f" "$DEPS"; done
 export LD_LIBRARY_PATH=$LIB/openblas-pthread:$LIB:${LD_LIBRARY_PATH:-}
 
 if has build; then
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$OUT/gpu.txt"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$LOGS/gpu.txt"
   zlib=()
   if [ ! -f /usr/include/zlib.h ]; then
     zlib=(-DZLIB_INCLUDE_DIR="$DEPS/usr/include" -DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
@@ -42,41 +45,42 @@ if has build; then
     -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$LIB" \
     -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$LIB" \
     -DCMAKE_MODULE_LINKER_FLAGS="-Wl,-rpath-link,$LIB" \
-    "${zlib[@]}" > "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; note "configure FAILED"; }
+    "${zlib[@]}" > "$LOGS/cmake.log" 2>&1 || { tail -40 "$LOGS/cmake.log"; note "configure FAILED"; }
   if ninja -C "$BUILD" sexpgpu sexpgpu-cpu sexpgpu-cuda conformance cuda_tests \
-      > "$OUT/build.log" 2>&1; then
+      > "$LOGS/build.log" 2>&1; then
     note "build ok in $(( $(date +%s) - start )) s"
   else
-    grep -E "error|FAILED" "$OUT/build.log" | head -40
+    grep -E "error|FAILED" "$LOGS/build.log" | head -40
     note "build FAILED"
   fi
 fi
 
 if has test; then
-  "$BUILD/tests/cuda/cuda_tests" > "$OUT/cuda_tests.log" 2>&1 && note "cuda_tests ok" \
-    || { tail -20 "$OUT/cuda_tests.log"; note "cuda_tests FAILED"; }
-  "$BUILD/tests/conformance/conformance" > "$OUT/conformance.log" 2>&1
-  grep -E "^device|^FAIL" "$OUT/conformance.log" | head -60
-  note "conformance: $(grep -E '^device cuda' "$OUT/conformance.log")"
+  "$BUILD/tests/cuda/cuda_tests" > "$LOGS/cuda_tests.log" 2>&1 && note "cuda_tests ok" \
+    || { tail -20 "$LOGS/cuda_tests.log"; note "cuda_tests FAILED"; }
+  "$BUILD/tests/conformance/conformance" > "$LOGS/conformance.log" 2>&1
+  grep -E "^device|^FAIL" "$LOGS/conformance.log" | head -60
+  note "conformance: $(grep -E '^device cuda' "$LOGS/conformance.log")"
   SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \
-    python3 "$SRC/tests/e2e/cuda_parity.py" "$BUILD/core/sexpgpu" "$SRC" > "$OUT/cuda_e2e.log" 2>&1
+    python3 "$SRC/tests/e2e/cuda_parity.py" "$BUILD/core/sexpgpu" "$SRC" > "$LOGS/cuda_e2e.log" 2>&1
   rc=$?
-  tail -30 "$OUT/cuda_e2e.log"
+  tail -30 "$LOGS/cuda_e2e.log"
   note "cuda_parity.py exit $rc"
   # The multi-tensor launches, off by default until this passes on a GPU.
   SEXPGPU_CUDA_MULTI_TENSOR=1 SEXPGPU_DATA=$SRC/.devdeps/data \
     SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \
-    python3 "$SRC/tests/e2e/cuda_parity.py" "$BUILD/core/sexpgpu" "$SRC" > "$OUT/cuda_e2e_mt.log" 2>&1
+    python3 "$SRC/tests/e2e/cuda_parity.py" "$BUILD/core/sexpgpu" "$SRC" > "$LOGS/cuda_e2e_mt.log" 2>&1
   rc=$?
-  tail -12 "$OUT/cuda_e2e_mt.log"
+  tail -12 "$LOGS/cuda_e2e_mt.log"
   note "cuda_parity.py with SEXPGPU_CUDA_MULTI_TENSOR=1 exit $rc"
 fi
 
 if has profile; then
   # Where GPT-2's step goes: every kernel timed with CUDA events.
   SEXPGPU_CUDA_PROFILE=$OUT/prof "$BUILD/core/sexpgpu" run "$SRC/examples/gpt2.lisp" --device cuda \
-    --steps 6 --quiet --out /tmp/gpt2-profile --fresh > "$OUT/profile_run.log" 2>&1
-  python3 "$SRC/bench/profile_summary.py" "$OUT/prof" 25 | tee "$OUT/profile.txt" | head -70
+    --steps 6 --quiet --out /tmp/gpt2-profile --fresh > "$LOGS/profile_run.log" 2>&1
+  python3 "$SRC/bench/profile_summary.py" "$OUT/prof" 25 > "$OUT/profile.txt"
+  head -70 "$OUT/profile.txt"
   note "profile: see profile.txt"
 fi
 
@@ -86,6 +90,7 @@ if has bench; then
   note "bench: see bench.log"
 fi
 
+tar czf "$OUT/logs.tgz" -C "$LOGS" .
 echo
 echo "==== summary"
 printf '%s\n' "${summary[@]}"

@@ -9,7 +9,9 @@
 #include "program.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <list>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -58,6 +60,9 @@ struct Step {
   // per input the step that writes it (-1: an input or a constant).
   std::optional<ElementwiseGroup> group;
   std::vector<int64_t> producers;
+  // What SEXPGPU_CUDA_CHECK reads back: the result's and operands' types.
+  ir::TensorType type;
+  std::vector<ir::TensorType> input_types;
 };
 
 size_t bytes_of(const ir::TensorType& t) {
@@ -92,6 +97,58 @@ struct Graph {
   }
 };
 
+// SEXPGPU_CUDA_CHECK=1: every step runs alone and its result is read back;
+// the first step that writes a NaN or an infinity from finite operands
+// fails the run, naming the step (docs/environment.md).
+bool check_enabled() {
+  const char* v = std::getenv("SEXPGPU_CUDA_CHECK");
+  return v && std::string(v) == "1";
+}
+
+// How many of the float tensor's elements are NaN or infinite (0 for other
+// dtypes), and the first one's index in `first`.
+ir::Result<int64_t> non_finite(const void* device, const ir::TensorType& t, int64_t& first) {
+  using R = ir::Result<int64_t>;
+  size_t width = ir::size_bytes(t.dtype);
+  bool is_float = t.dtype == ir::DType::F32 || t.dtype == ir::DType::F64 ||
+                  t.dtype == ir::DType::BF16 || t.dtype == ir::DType::F16;
+  int64_t n = t.shape.numel().value_or(0);
+  if (!is_float || n == 0 || !device) return R(0);
+  std::vector<unsigned char> host(size_t(n) * width);
+  if (cudaError_t e = cudaMemcpy(host.data(), device, host.size(), cudaMemcpyDeviceToHost);
+      e != cudaSuccess)
+    return R::failure(cuda_error(e, "cudaMemcpy"));
+  auto bad = [&](int64_t i) {
+    const unsigned char* p = host.data() + size_t(i) * width;
+    switch (t.dtype) {
+      case ir::DType::F32: {
+        float v;
+        std::memcpy(&v, p, sizeof v);
+        return !std::isfinite(v);
+      }
+      case ir::DType::F64: {
+        double v;
+        std::memcpy(&v, p, sizeof v);
+        return !std::isfinite(v);
+      }
+      default: {  // bf16 and f16: all exponent bits set
+        uint16_t bits;
+        std::memcpy(&bits, p, sizeof bits);
+        uint16_t exponent = t.dtype == ir::DType::BF16 ? 0x7f80 : 0x7c00;
+        return (bits & exponent) == exponent;
+      }
+    }
+  };
+  int64_t count = 0;
+  first = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (bad(i)) {
+      if (first < 0) first = i;
+      ++count;
+    }
+  return R(count);
+}
+
 bool graphs_enabled() {
   const char* v = std::getenv("SEXPGPU_CUDA_GRAPHS");
   return !(v && std::string(v) == "0");
@@ -117,6 +174,7 @@ class CudaProgram final : public Program {
   std::string enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
                       cudaStream_t stream);
   std::string make_report(const Lowered& lowered) const;
+  std::string check_step(size_t k, const LaunchArgs& launch, cudaStream_t stream) const;
 
   Context& ctx_;
   ir::Function fn_;
@@ -332,9 +390,11 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     s.output = slot[i];
     s.dtype = n.op == Op::MatMul ? nodes[size_t(n.inputs[0])].type.dtype : n.type.dtype;
     s.bytes = double(bytes_of(n.type));
+    s.type = n.type;
     auto fused = fused_at.find(i);
     for (NodeId in : fused != fused_at.end() ? fused->second.second : n.inputs) {
       s.inputs.push_back(slot[size_t(in)]);
+      s.input_types.push_back(nodes[size_t(in)].type);
       Slot::Kind kind = slot[size_t(in)].kind;
       bool computed = kind == Slot::Arena || kind == Slot::Output;
       s.producers.push_back(computed ? int64_t(step_of[root[size_t(in)]]) : -1);
@@ -350,6 +410,8 @@ std::string CudaProgram::plan(const Lowered& lowered) {
                           Op::Reshape,
                           {}});
     steps_.back().bytes = 2.0 * double(bytes_of(nodes[id].type));
+    steps_.back().type = nodes[id].type;
+    steps_.back().input_types = {nodes[id].type};
   }
   return merge_multi_tensor();
 }
@@ -419,6 +481,9 @@ std::string CudaProgram::merge_multi_tensor() {
       groups.push_back(*member.group);
       step.inputs.insert(step.inputs.end(), member.inputs.begin(), member.inputs.end());
       step.inputs.push_back(member.output);
+      step.input_types.insert(step.input_types.end(), member.input_types.begin(),
+                              member.input_types.end());
+      step.input_types.push_back(member.type);
       step.members.insert(step.members.end(), member.members.begin(), member.members.end());
       step.bytes += member.bytes;
     }
@@ -500,9 +565,31 @@ std::string CudaProgram::enqueue(std::span<const void* const> inputs,
     LaunchArgs launch{args.data(), address(s.output), address(s.scratch), stream};
     if (std::string e = s.kernel.launch(launch); !e.empty())
       return node_label(fn_, s.origin, s.op) + ": " + s.kernel.name + ": " + e;
+    if (check_enabled())
+      if (std::string e = check_step(k, launch, stream); !e.empty()) return e;
   }
   if (profile_) return profile_->mark(steps_.size(), stream);
   return {};
+}
+
+std::string CudaProgram::check_step(size_t k, const LaunchArgs& launch, cudaStream_t stream) const {
+  const Step& s = steps_[k];
+  SG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  if (s.output.kind == Slot::None) return {};  // a multi-tensor launch: its outputs are inputs
+  int64_t first = -1;
+  for (size_t j = 0; j < s.input_types.size(); ++j) {
+    ir::Result<int64_t> bad = non_finite(launch.inputs[j], s.input_types[j], first);
+    if (!bad) return bad.error();
+    if (bad.value() > 0) return {};  // not this step's doing
+  }
+  ir::Result<int64_t> bad = non_finite(launch.output, s.type, first);
+  if (!bad) return bad.error();
+  if (bad.value() == 0) return {};
+  return "SEXPGPU_CUDA_CHECK: step " + std::to_string(k) + " of '" + fn_.name + "' (" +
+         node_label(fn_, s.origin, s.op) + ", kernel " + s.kernel.name + ") wrote " +
+         std::to_string(bad.value()) + " non-finite values of " +
+         std::to_string(s.type.shape.numel().value_or(0)) + " (the first at element " +
+         std::to_string(first) + ") from finite operands";
 }
 
 std::string CudaProgram::run(std::span<const void* const> inputs, std::span<void* const> outputs,
@@ -516,7 +603,7 @@ std::string CudaProgram::run(std::span<const void* const> inputs, std::span<void
     if (std::string e = enqueue(inputs, outputs, stream); !e.empty()) return e;
     return profile_->collect();
   }
-  if (!graphs_enabled()) return enqueue(inputs, outputs, stream);
+  if (!graphs_enabled() || check_enabled()) return enqueue(inputs, outputs, stream);
   std::vector<const void*> key(inputs.begin(), inputs.end());
   key.insert(key.end(), outputs.begin(), outputs.end());
   for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {

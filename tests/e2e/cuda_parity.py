@@ -16,6 +16,7 @@ overridden by $SEXPGPU_FORTUNES when set.
 """
 import filecmp
 import json
+import math
 import os
 import re
 import signal
@@ -66,9 +67,10 @@ def corpus_flags():
     return ["--set", "corpus=(%s)" % files]
 
 
-def run(file, out, device, extra):
+def run(file, out, device, extra, env=None):
     args = [binary, "run", file, "--device", device, "--json", "--quiet", "--out", out, "--fresh"]
-    r = subprocess.run(args + extra, capture_output=True, text=True)
+    r = subprocess.run(args + extra, capture_output=True, text=True,
+                       env=dict(os.environ, **(env or {})))
     losses = {}
     for line in r.stdout.splitlines():
         try:
@@ -96,14 +98,25 @@ def parity(tmp, example, extra, precision, tolerance):
         check(label, False, "exit %d/%d, %d/%d steps\n%s\n%s" % (rc_cpu, rc_gpu, len(cpu), len(gpu),
                                                                 err_cpu[-2000:], err_gpu[-2000:]))
         return
-    worst, at = 0.0, 0
-    for step in cpu:
+    worst, at = 0.0, min(cpu)
+    for step in sorted(cpu):
         rel = abs(gpu[step] - cpu[step]) / max(abs(cpu[step]), 1e-12)
+        if math.isnan(rel):  # a NaN loss on one side: the worst there is
+            worst, at = math.inf, step
+            break
         if rel > worst:
             worst, at = rel, step
     check(label + " losses against the CPU", worst <= tolerance,
           "worst relative difference %.2e at step %d (cpu %.6f, cuda %.6f; limit %.0e)" %
           (worst, at, cpu[at], gpu[at], tolerance))
+    if not math.isfinite(gpu[at]):
+        # Name the kernel: every step read back, the first non-finite
+        # result from finite operands fails the run.
+        steps = extra.index("--steps")
+        flags = extra[:steps] + extra[steps + 2:] + ["--steps", str(at)]
+        _, _, err = run(file, os.path.join(tmp, "check-" + label), "cuda", flags,
+                        {"SEXPGPU_CUDA_CHECK": "1"})
+        print("     with SEXPGPU_CUDA_CHECK=1: " + err.strip()[-1500:])
 
 
 def main():
