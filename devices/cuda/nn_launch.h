@@ -1,7 +1,13 @@
 // The plain interface between the fused neural ops' factory
-// (kernels_nn.cpp) and their kernels (nn.cu): softmax and log_softmax over
-// one axis, cross_entropy and its gradient, layer_norm (and its gradient
-// with respect to x) and rms_norm, in f32 or f64.
+// (kernels_nn.cpp) and their kernels (softmax.cu, cross_entropy.cu,
+// norm.cu): softmax and log_softmax over one axis, cross_entropy and its
+// gradient, layer_norm (and its gradient with respect to x) and rms_norm.
+//
+// They compute in f32 or f64. Operands stored in bf16 or f16 are read as
+// f32 (exactly) and results stored in them are rounded to nearest even, so
+// a half-storage kernel gives the bits of its f32 kernel on converted
+// operands followed by a cast: the training path needs no cast kernels
+// around them. f64 kernels take f64 operands only.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,21 +17,29 @@
 
 namespace sexpgpu::cuda {
 
+// How an operand or result is stored. Half storage is read and written as
+// f32; one kernel never mixes BF16 with F16, nor F64 with anything else.
+enum class Storage : int32_t { F32, F64, BF16, F16 };
+
 // Threads per block of the kernels here, unless said otherwise.
 inline constexpr int kNnBlock = 256;
-// Rows of up to this many elements are held in registers, 8 per thread, by
-// a group of 32 to 1024 threads (several groups to a block when small).
+// Rows of up to this many elements are held in registers: a group of 32 to
+// kNnBlock threads per row (several groups to a block when small), each
+// holding kNnRowChunks chunks of 8 adjacent elements.
 inline constexpr int64_t kNnRegisterRowLimit = 8192;
-// Longer rows get a block of this many threads each.
+inline constexpr int kNnRowChunks = 4;
+// Longer softmax rows get a block of this many threads each.
 inline constexpr int kNnWideBlock = 1024;
 // cross_entropy: rows of up to this many classes get a warp each.
 inline constexpr int64_t kNnWarpRowLimit = 1024;
 
 // x viewed as [outer, count, inner] around the axis. inner == 1: a row
-// kernel (a warp or a block per row); otherwise a thread per (outer, inner)
-// column, reading coalesced across the inner axis.
+// kernel (a group or a block per row); otherwise a thread per (outer,
+// inner) column, reading coalesced across the inner axis. Half storage
+// (in or out) only for register rows (inner == 1, count up to
+// kNnRegisterRowLimit).
 struct SoftmaxParams {
-  bool f64 = false;
+  Storage in = Storage::F32, out = Storage::F32;
   bool log = false;  // log_softmax
   int64_t outer = 0, count = 0, inner = 1;
   // Rows longer than kNnRegisterRowLimit are kept in this much shared
@@ -44,11 +58,12 @@ cudaError_t launch_softmax(const SoftmaxParams& params, const void* x, void* out
 enum class TargetType : int32_t { I32, I64, U8, U16 };
 enum class Reduction : int32_t { None, Sum, Mean };
 
-// logits [rows, classes], targets [rows]. A target outside [0, classes) that
+// logits [rows, classes], targets [rows]; the loss is stored in the compute
+// dtype (f64 for F64 logits, else f32). A target outside [0, classes) that
 // is not ignore_index gives a NaN loss (the CPU stops with an error, which a
 // kernel inside a CUDA graph cannot), and counts in the mean.
 struct CrossEntropyParams {
-  bool f64 = false;
+  Storage logits = Storage::F32;
   TargetType target_type = TargetType::I64;
   Reduction reduction = Reduction::Mean;
   int64_t rows = 0, classes = 0;
@@ -64,13 +79,14 @@ cudaError_t launch_cross_entropy(const CrossEntropyParams& params, const void* l
                                  const void* targets, void* out, void* scratch,
                                  cudaStream_t stream);
 
-// cross_entropy_grad: logits [rows, classes], targets [rows], g (one value,
-// or one per row for Reduction::None) -> d loss / d logits [rows, classes].
-// A block per row reads the row twice (its softmax state, then the output).
-// "mean" first has one block count the rows not ignored into scratch (the
-// row scale g / max(count, 1)), so nothing is added up atomically.
+// cross_entropy_grad: logits [rows, classes], targets [rows], g in the
+// compute dtype (one value, or one per row for Reduction::None) -> d loss /
+// d logits [rows, classes] stored as `out`. A group per row reads the row
+// twice (its softmax state, then the output). "mean" first has one block
+// count the rows not ignored into scratch (the row scale g / max(count, 1)),
+// so nothing is added up atomically.
 struct CrossEntropyGradParams {
-  bool f64 = false;
+  Storage logits = Storage::F32, out = Storage::F32;
   TargetType target_type = TargetType::I64;
   Reduction reduction = Reduction::Mean;
   int64_t rows = 0, classes = 0;
@@ -85,9 +101,10 @@ cudaError_t launch_cross_entropy_grad(const CrossEntropyGradParams& params, cons
                                       cudaStream_t stream);
 
 // x [rows, dim] normalised over dim; layer_norm subtracts the mean and adds
-// the bias, rms_norm does neither (bias is null).
+// the bias, rms_norm does neither (bias is null). weight and bias are in
+// the compute dtype. Half storage only for dim up to kNnRegisterRowLimit.
 struct NormParams {
-  bool f64 = false;
+  Storage x = Storage::F32, out = Storage::F32;
   bool layer = true;
   int64_t rows = 0, dim = 0;
   double eps = 1e-5;
@@ -96,11 +113,12 @@ struct NormParams {
 cudaError_t launch_norm(const NormParams& params, const void* x, const void* weight,
                         const void* bias, void* out, cudaStream_t stream);
 
-// layer_norm_grad: x and g [rows, dim], weight [dim] -> dx [rows, dim]. Rows
-// of up to kNnRegisterRowLimit are held in registers (x and g read once);
-// longer ones get a block each and are read again per pass.
+// layer_norm_grad: x and g [rows, dim], weight [dim] in the compute dtype
+// -> dx [rows, dim]. Rows of up to kNnRegisterRowLimit are held in
+// registers (x and g read once); longer ones get a block each and are read
+// again per pass, in f32 or f64 storage only.
 struct LayerNormGradParams {
-  bool f64 = false;
+  Storage x = Storage::F32, g = Storage::F32, out = Storage::F32;
   int64_t rows = 0, dim = 0;
   double eps = 1e-5;
 };

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "absorb_casts.h"
 #include "check.h"
 #include "elementwise.h"
 #include "fusion.h"
@@ -193,6 +194,9 @@ std::string CudaProgram::build(const ir::Function& fn) {
   Lowered lowered =
       cpu::lower(fn_, cpu::LowerOptions{.native_half_matmul = true, .native_half_attention = true});
   cpu::fold_transposes(lowered);
+  std::vector<NodeId> outputs;
+  for (const ir::Output& o : fn_.outputs) outputs.push_back(lowered.of_original[size_t(o.node)]);
+  absorb_casts(lowered, outputs, ctx_);
   if (std::string e = plan(lowered); !e.empty()) return e;
   report_ = make_report(lowered);
   if (!ctx_.plan_only && !Profile::prefix().empty())
@@ -418,7 +422,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
 
 bool multi_tensor_enabled() {
   const char* v = std::getenv("SEXPGPU_CUDA_MULTI_TENSOR");
-  return v && std::string(v) == "1";
+  return !(v && std::string(v) == "0");
 }
 
 // Steps running the same shape-free generated code that write function
