@@ -29,6 +29,9 @@ struct LaunchArgs {
   void* output;               // dense row-major, never overlapping an input
   void* scratch;              // Kernel::scratch_bytes of device memory (256-aligned), or null
   cudaStream_t stream;
+  // A buffer shared with one other step (Kernel::link_bytes): the earlier
+  // step writes it, the later one reads it; null when not linked.
+  void* link = nullptr;
 };
 
 // Enqueues the kernel's work on args.stream and returns "" or what failed
@@ -49,6 +52,10 @@ struct Kernel {
   // there is no GPU (Context::plan_only), so they must not touch it
   // themselves. Returns "" or what failed. May be empty.
   std::function<std::string()> prepare;
+  // A linked pair (KernelRequest::link): the bytes the writer leaves in
+  // LaunchArgs::link for its reader, and whether the reader reads them.
+  size_t link_bytes = 0;
+  bool reads_link = false;
 };
 
 struct KernelRequest {
@@ -60,6 +67,11 @@ struct KernelRequest {
   // matmul: operand i is stored with its last two axes swapped (a permute
   // folded into the transpose flag, devices/cpu/lower.h fold_transposes).
   std::array<bool, 2> transposed{};
+  // attention: also write the row statistics (the log-sum-exp) that the
+  // attention_grad of the same operands reads, instead of recomputing them;
+  // attention_grad: read them (asked only when its forward's kernel writes
+  // them: Kernel::link_bytes > 0). A kernel that cannot leaves them alone.
+  bool link = false;
 };
 
 using KernelResult = ir::Result<Kernel>;

@@ -64,6 +64,7 @@ struct Step {
   // What SEXPGPU_CUDA_CHECK reads back: the result's and operands' types.
   ir::TensorType type;
   std::vector<ir::TensorType> input_types;
+  Slot link;  // shared with the linked step (KernelRequest::link)
 };
 
 size_t bytes_of(const ir::TensorType& t) {
@@ -189,6 +190,26 @@ class CudaProgram final : public Program {
   std::unique_ptr<Profile> profile_;  // SEXPGPU_CUDA_PROFILE set
 };
 
+// Per attention_grad node, the attention node computing its `o` from the
+// same q, k, v, mask, scale and causality (-1 elsewhere): the two can share
+// the forward's row statistics (KernelRequest::link).
+std::vector<NodeId> attention_pairs(const Lowered& lowered, const std::vector<bool>& live) {
+  std::vector<NodeId> forward(lowered.nodes.size(), -1);
+  for (size_t i = 0; i < lowered.nodes.size(); ++i) {
+    const LoweredNode& grad = lowered.nodes[i];
+    if (!live[i] || grad.op != Op::AttentionGrad) continue;
+    NodeId o = grad.inputs[3];
+    const LoweredNode& f = lowered.nodes[size_t(o)];
+    bool masked = grad.inputs.size() == 6;
+    bool same = f.op == Op::Attention && f.inputs.size() == (masked ? 4u : 3u) &&
+                std::equal(f.inputs.begin(), f.inputs.begin() + 3, grad.inputs.begin()) &&
+                (!masked || f.inputs[3] == grad.inputs[5]) && f.attrs.scale == grad.attrs.scale &&
+                f.attrs.causal == grad.attrs.causal;
+    if (same) forward[i] = o;
+  }
+  return forward;
+}
+
 std::string CudaProgram::build(const ir::Function& fn) {
   fn_ = fn;
   Lowered lowered =
@@ -267,7 +288,13 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     fused_at[size_t(members.back())] = {std::move(k).value(), std::move(externals)};
   }
 
-  std::vector<size_t> root(count);  // the node whose buffer a value is in
+  std::vector<NodeId> linked_forward = attention_pairs(lowered, live);
+  std::vector<bool> is_linked_forward(count, false);
+  for (NodeId f : linked_forward)
+    if (f >= 0) is_linked_forward[size_t(f)] = true;
+  std::vector<std::pair<size_t, size_t>> links;  // (writer step, reader step)
+  std::vector<int64_t> link_writer(count, -1);   // a forward's step, for its gradient
+  std::vector<size_t> root(count);               // the node whose buffer a value is in
   std::vector<size_t> step_of(count, 0);
   for (size_t i = 0; i < count; ++i) {
     root[i] = i;
@@ -304,9 +331,13 @@ std::string CudaProgram::plan(const Lowered& lowered) {
       single = ElementwiseGroup{{GroupNode{n.op, n.attrs, n.type.dtype, {}}}, in_types, n.type};
       for (size_t k = 0; k < in_types.size(); ++k) single->nodes[0].operands.push_back(-1 - int(k));
     }
+    bool is_forward = is_linked_forward[i];
+    int64_t writer = linked_forward[i] >= 0 ? link_writer[size_t(linked_forward[i])] : -1;
+    bool link = is_forward || (writer >= 0 && steps_[size_t(writer)].kernel.link_bytes > 0);
     KernelResult k =
-        single ? make_group_kernel(*single, ctx_)
-               : make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, ctx_, n.transposed});
+        single
+            ? make_group_kernel(*single, ctx_)
+            : make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, ctx_, n.transposed, link});
     if (!k) return node_label(fn_, n.origin, n.op) + ": " + k.error();
     if (creation(n.op)) {
       slot[i] = Slot{Slot::Constant, constant_bytes_};
@@ -316,7 +347,10 @@ std::string CudaProgram::plan(const Lowered& lowered) {
       continue;
     }
     step_of[i] = steps_.size();
+    if (is_forward) link_writer[i] = int64_t(steps_.size());
     steps_.push_back(Step{std::move(k).value(), {}, {}, {}, n.origin, n.op, {}});
+    if (writer >= 0 && steps_.back().kernel.reads_link)
+      links.push_back({size_t(writer), steps_.size() - 1});
     if (n.origin >= 0) steps_.back().members.push_back(n.origin);
     steps_.back().group = std::move(single);
   }
@@ -339,48 +373,49 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     }
   }
   for (auto [id, j] : output_copies) last_use[root[id]] = int64_t(steps_.size() + j);
-  std::vector<cpu::BufferLife> lives;
-  std::vector<std::pair<bool, size_t>> owner;  // (is scratch, node or step)
+  // Every buffer of the arena: a node's value, a step's scratch, or a
+  // link from a writer step to its reader.
+  struct Buffer {
+    cpu::BufferLife life;
+    enum { Value, Scratch, Link } kind;
+    size_t owner;  // node; step; the writer's index in `links`
+  };
+  std::vector<Buffer> buffers;
   for (size_t i = 0; i < count; ++i) {
     bool buffer = live[i] && !placed[i] && root[i] == i && absorbed_into[i] < 0;
     if (buffer) {
       int64_t first = int64_t(step_of[i]);
-      lives.push_back(
-          cpu::BufferLife{first, std::max(first, last_use[i]), bytes_of(nodes[i].type)});
-      owner.push_back({false, i});
+      buffers.push_back(
+          {{first, std::max(first, last_use[i]), bytes_of(nodes[i].type)}, Buffer::Value, i});
     }
   }
   for (size_t s = 0; s < steps_.size(); ++s) {
     if (steps_[s].kernel.scratch_bytes == 0) continue;
-    lives.push_back(cpu::BufferLife{int64_t(s), int64_t(s),
-                                    aligned(steps_[s].kernel.scratch_bytes, kScratchAlignment)});
-    owner.push_back({true, s});
+    size_t bytes = aligned(steps_[s].kernel.scratch_bytes, kScratchAlignment);
+    buffers.push_back({{int64_t(s), int64_t(s), bytes}, Buffer::Scratch, s});
   }
-  std::stable_sort(lives.begin(), lives.end(),
-                   [](const cpu::BufferLife& a, const cpu::BufferLife& b) {
-                     return a.first_step < b.first_step;
-                   });
-  // The sort moved lives; sort the owners the same way.
-  {
-    std::vector<size_t> order(owner.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    auto first_of = [&](size_t k) {
-      return owner[k].first ? int64_t(owner[k].second) : int64_t(step_of[owner[k].second]);
-    };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return first_of(a) < first_of(b); });
-    std::vector<std::pair<bool, size_t>> sorted;
-    for (size_t k : order) sorted.push_back(owner[k]);
-    owner = std::move(sorted);
+  for (size_t l = 0; l < links.size(); ++l) {
+    auto [writer, reader] = links[l];
+    size_t bytes = aligned(steps_[writer].kernel.link_bytes, kScratchAlignment);
+    buffers.push_back({{int64_t(writer), int64_t(reader), bytes}, Buffer::Link, l});
   }
+  std::stable_sort(buffers.begin(), buffers.end(), [](const Buffer& a, const Buffer& b) {
+    return a.life.first_step < b.life.first_step;
+  });
+  std::vector<cpu::BufferLife> lives;
+  for (const Buffer& b : buffers) lives.push_back(b.life);
   cpu::ArenaLayout layout = cpu::plan_arena(lives);
   arena_bytes_ = layout.bytes;
-  for (size_t b = 0; b < owner.size(); ++b) {
+  for (size_t b = 0; b < buffers.size(); ++b) {
     Slot s{Slot::Arena, layout.offsets[b]};
-    if (owner[b].first)
-      steps_[owner[b].second].scratch = s;
-    else
-      slot[owner[b].second] = s;
+    switch (buffers[b].kind) {
+      case Buffer::Value: slot[buffers[b].owner] = s; break;
+      case Buffer::Scratch: steps_[buffers[b].owner].scratch = s; break;
+      case Buffer::Link:
+        steps_[links[buffers[b].owner].first].link = s;
+        steps_[links[buffers[b].owner].second].link = s;
+        break;
+    }
   }
   for (size_t i = 0; i < count; ++i)
     if (live[i] && root[i] != i) slot[i] = slot[root[i]];
@@ -566,7 +601,7 @@ std::string CudaProgram::enqueue(std::span<const void* const> inputs,
       if (std::string e = profile_->mark(k, stream); !e.empty()) return e;
     args.clear();
     for (const Slot& in : s.inputs) args.push_back(address(in));
-    LaunchArgs launch{args.data(), address(s.output), address(s.scratch), stream};
+    LaunchArgs launch{args.data(), address(s.output), address(s.scratch), stream, address(s.link)};
     if (std::string e = s.kernel.launch(launch); !e.empty())
       return node_label(fn_, s.origin, s.op) + ": " + s.kernel.name + ": " + e;
     if (check_enabled())
