@@ -18,13 +18,17 @@ enum class AttentionMask : int { None, Bool, Additive };
 // q [B,H,Tq,D], k and v [B,H,Tk,D], out [B,H,Tq,D], all dense; the mask,
 // when present, is read at b*mask_strides[0] + h*mask_strides[1] +
 // i*mask_strides[2] + j*mask_strides[3] (broadcast strides over [B,H,Tq,Tk]),
-// one byte per element when bool, else of the compute dtype.
+// one byte per element when bool, else of the compute dtype. lse, when not
+// null, receives each query row's base-2 log-sum-exp of its scaled logits
+// at [bh*Tq + row] (-inf for a row that sees no key): only the bf16/f16
+// kernels write it (attention_writes_lse), for attention_grad to read.
 struct AttentionParams {
   const void* q = nullptr;
   const void* k = nullptr;
   const void* v = nullptr;
   const void* mask = nullptr;
   void* out = nullptr;
+  float* lse = nullptr;
   int64_t batch = 0, heads = 0, tq = 0, tk = 0, d = 0;
   double scale = 1;
   bool causal = false;
@@ -60,18 +64,33 @@ cudaError_t prepare_flash_attention(const AttentionParams& p);
 cudaError_t launch_flash_attention(const AttentionParams& p, cudaStream_t stream);
 
 // attention_grad: `attention` holds q, k, v, the mask (bool only) and the
-// sizes, scale and causality as for the forward (its `out` is unused); o
-// and g are [B,H,Tq,D], out [B,H,Tq+2Tk,D] (dq, dk, dv along axis 2).
-// row_stats is scratch of attention_grad_stats_bytes: per query row its
-// log-sum-exp, then per query row rowsum(g * o), in f64 for f64 and f32
-// otherwise.
+// sizes, scale and causality as for the forward (its `out` and `lse` are
+// unused); o and g are [B,H,Tq,D], out [B,H,Tq+2Tk,D] (dq, dk, dv along
+// axis 2). row_stats is scratch of attention_grad_stats_bytes: per query
+// row its log-sum-exp, then per query row rowsum(g * o), in f64 for f64 and
+// f32 otherwise. lse, when not null, is the forward's (AttentionParams::lse
+// of the same q, k, mask, scale and causality): the kernels that read it
+// (attention_grad_reads_lse) then skip computing the log-sum-exp.
 struct AttentionGradParams {
   AttentionParams attention;
   const void* o = nullptr;
   const void* g = nullptr;
   void* out = nullptr;
   void* row_stats = nullptr;
+  const float* lse = nullptr;
 };
+
+// Whether launch_flash_attention / launch_flash_attention_grad write and
+// read the lse side values: the tensor-core kernels do; those of f32 and
+// f64, and attention_grad of halves with a head dimension above
+// kFlashGradMaxHeadDim (widened to f32), ignore them.
+inline bool attention_writes_lse(const AttentionParams& p) {
+  return p.dtype == AttentionDType::BF16 || p.dtype == AttentionDType::F16;
+}
+inline constexpr int64_t kFlashGradMaxHeadDim = 128;
+inline bool attention_grad_reads_lse(const AttentionGradParams& p) {
+  return attention_writes_lse(p.attention) && p.attention.d <= kFlashGradMaxHeadDim;
+}
 
 inline size_t attention_grad_stats_bytes(const AttentionGradParams& p) {
   const AttentionParams& a = p.attention;
@@ -79,10 +98,12 @@ inline size_t attention_grad_stats_bytes(const AttentionGradParams& p) {
   return 2 * size_t(a.batch * a.heads * a.tq) * element;
 }
 
-// Three kernels: the row statistics (one block per batch*head and tile of
-// queries), dk and dv (one block per batch*head and tile of keys, looping
-// over queries), dq (one block per batch*head and tile of queries, looping
-// over keys); no atomics, so results repeat bit for bit.
+// The kernels: the row statistics (one block per batch*head and tile of
+// queries; on tensor cores the log-sum-exp only when lse is null, then
+// rowsum(g o) by a kernel of its own), dk and dv (one block per batch*head
+// and tile of keys, looping over queries), dq (one block per batch*head and
+// tile of queries, looping over keys); no atomics, so results repeat bit
+// for bit.
 struct AttentionGradPlan {
   int64_t largest_grid_y;  // the most tiles of one batch*head any kernel launches
   size_t shared_bytes;     // the most shared memory any of the kernels needs
@@ -96,7 +117,6 @@ cudaError_t launch_attention_grad(const AttentionGradParams& p, cudaStream_t str
 
 // bf16 and f16 on tensor cores (flash_backward.cu), d <= kFlashGradMaxHeadDim
 // (above it dk and dv no longer fit in registers: the factory widens to f32).
-inline constexpr int64_t kFlashGradMaxHeadDim = 128;
 AttentionGradPlan flash_attention_grad_plan(const AttentionGradParams& p);
 cudaError_t prepare_flash_attention_grad(const AttentionGradParams& p);
 cudaError_t launch_flash_attention_grad(const AttentionGradParams& p, cudaStream_t stream);

@@ -1,9 +1,10 @@
 // attention_grad of bf16/f16 operands on tensor cores (attention_launch.h):
-// the three kernels of flash_tensor.h in order on one stream: the row
-// statistics (log-sum-exp, rowsum(g o)), then dk and dv (a block per tile of
-// keys), then dq (a block per tile of queries). Each output element is
-// written by exactly one thread, so there are no atomics and results repeat
-// bit for bit; tiles wholly hidden by causality are never visited.
+// the kernels of flash_tensor_grad.h in order on one stream: the log-sum-exp
+// of each query row (unless the forward's is given), rowsum(g o), then dk
+// and dv (a block per tile of keys), then dq (a block per tile of queries).
+// Each output element is written by exactly one thread, so there are no
+// atomics and results repeat bit for bit; tiles wholly hidden by causality
+// are never visited.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -18,13 +19,17 @@ namespace {
 
 using flash::Bf16;
 using flash::F16;
-using flash::KeyTiling;
-using flash::QueryTiling;
+using flash::ForwardTiling;
 
 template <class Half, class Tile>
 __global__ void __launch_bounds__(flash::kThreads) flash_row_stats(AttentionGradParams p) {
   extern __shared__ __align__(16) unsigned char shared[];
   flash::row_stats_block<Half, Tile>(p, shared);
+}
+
+template <class Half>
+__global__ void __launch_bounds__(flash::kThreads) flash_row_dots(AttentionGradParams p) {
+  flash::row_dots<Half>(p);
 }
 
 template <class Half, class Tile>
@@ -52,25 +57,27 @@ struct GradTilings {
   using Keys = Keys_;        // dk, dv: keys per block
   using Queries = Queries_;  // dq: queries per block
   static constexpr size_t kStatsBytes =
-      sizeof(uint16_t) * size_t(Stats::kStride) * (Stats::kRows + 2 * Stats::kKeys);
+      sizeof(uint16_t) * size_t(Stats::kStride) * (Stats::kRows + 2 * Stats::kKeysPerLoad);
   static constexpr size_t kDkdvBytes =
       sizeof(uint16_t) * (2 * size_t(Keys::kKeys) * Keys::kStride + 2 * size_t(Keys::kQueryBuffer));
-  static constexpr size_t kDqBytes =
-      sizeof(uint16_t) * size_t(Queries::kStride) * (2 * Queries::kRows + 4 * Queries::kKeys);
+  static constexpr size_t kDqBytes = sizeof(uint16_t) * size_t(Queries::kStride) *
+                                     (2 * Queries::kRows + 4 * Queries::kKeysPerLoad);
   static constexpr size_t kMaxBytes = larger(kStatsBytes, larger(kDkdvBytes, kDqBytes));
 };
 
-template <class Half, int kD, int kDkdvQueries>
-using Tilings = GradTilings<Half, QueryTiling<kD, 2, 64>, KeyTiling<kD, 1, kDkdvQueries>,
-                            QueryTiling<kD, 1, 64>>;
+// The row statistics on the forward's tiling (the same log-sum-exp bit for
+// bit), dk/dv and dq on flash_tensor_grad.h's.
+template <class Half, int kD>
+using Tilings = GradTilings<Half, ForwardTiling<kD>, typename flash::GradTilingFor<kD>::Keys,
+                            typename flash::GradTilingFor<kD>::Queries>;
 
 // Calls f(Tilings{}) for p's dtype and head dimension (d <=
 // kFlashGradMaxHeadDim), head columns rounded up to 32, 64 or 128.
 template <class Half, class F>
 auto with_half_tilings(const AttentionGradParams& p, F&& f) {
-  if (p.attention.d <= 32) return f(Tilings<Half, 32, 64>{});
-  if (p.attention.d <= 64) return f(Tilings<Half, 64, 64>{});
-  return f(Tilings<Half, 128, 32>{});
+  if (p.attention.d <= 32) return f(Tilings<Half, 32>{});
+  if (p.attention.d <= 64) return f(Tilings<Half, 64>{});
+  return f(Tilings<Half, 128>{});
 }
 template <class F>
 auto with_tilings(const AttentionGradParams& p, F&& f) {
@@ -119,10 +126,17 @@ cudaError_t launch_flash_attention_grad(const AttentionGradParams& p, cudaStream
     using Half = typename T::Half;
     const AttentionParams& a = p.attention;
     const unsigned heads = unsigned(a.batch * a.heads);
-    if (a.tq > 0) {
+    if (a.tq > 0 && p.lse == nullptr) {
       dim3 grid(heads, unsigned(tiles(a.tq, T::Stats::kRows)));
       flash_row_stats<Half, typename T::Stats>
           <<<grid, flash::kThreads, T::kStatsBytes, stream>>>(p);
+      if (cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
+    }
+    if (a.tq > 0) {
+      // 4 rows a warp, 16 a block; a grid-stride loop past 2^20 blocks.
+      const int64_t blocks = tiles(a.batch * a.heads * a.tq, 16);
+      flash_row_dots<Half>
+          <<<unsigned(blocks < (1 << 20) ? blocks : 1 << 20), flash::kThreads, 0, stream>>>(p);
       if (cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
     }
     if (a.tk > 0) {

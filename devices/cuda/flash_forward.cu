@@ -1,6 +1,7 @@
 // attention of bf16/f16 operands on tensor cores (attention_launch.h): the
 // forward of flash_tensor.h, one block of 4 warps per (batch*head, tile of
-// queries), key tiles wholly above the causal diagonal never visited.
+// queries), key tiles wholly above the causal diagonal never visited; with
+// p.lse, each query row's log-sum-exp for attention_grad.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -14,7 +15,6 @@ namespace {
 
 using flash::Bf16;
 using flash::F16;
-using flash::QueryTiling;
 
 template <class Half, class Tile>
 __global__ void __launch_bounds__(flash::kThreads) flash_forward(AttentionParams p) {
@@ -25,20 +25,18 @@ __global__ void __launch_bounds__(flash::kThreads) flash_forward(AttentionParams
 // Shared memory: the queries, then two buffers of keys and values.
 template <class Tile>
 constexpr size_t forward_shared_bytes() {
-  return sizeof(uint16_t) * size_t(Tile::kStride) * (Tile::kRows + 4 * Tile::kKeys);
+  return sizeof(uint16_t) * size_t(Tile::kStride) * (Tile::kRows + 4 * Tile::kKeysPerLoad);
 }
 
 // Calls f(Half{}, Tile{}) with the tiling for p's dtype and head dimension:
-// head columns rounded up to 32, 64, 128 or 256 (zeros past d); 32 queries
-// per warp and tiles of 64 keys up to d = 64, then 32 keys, and 16 queries
-// per warp at d = 256, so that the f32 accumulators stay in registers
-// (under 250 of them, no spills; ptxas -v).
+// flash_tensor.h's ForwardTiling of d rounded up to 32, 64, 128 or 256
+// (zeros past d).
 template <class Half, class F>
 auto with_half_tiling(const AttentionParams& p, F&& f) {
-  if (p.d <= 32) return f(Half{}, QueryTiling<32, 2, 64>{});
-  if (p.d <= 64) return f(Half{}, QueryTiling<64, 2, 64>{});
-  if (p.d <= 128) return f(Half{}, QueryTiling<128, 2, 32>{});
-  return f(Half{}, QueryTiling<256, 1, 32>{});
+  if (p.d <= 32) return f(Half{}, flash::ForwardTiling<32>{});
+  if (p.d <= 64) return f(Half{}, flash::ForwardTiling<64>{});
+  if (p.d <= 128) return f(Half{}, flash::ForwardTiling<128>{});
+  return f(Half{}, flash::ForwardTiling<256>{});
 }
 template <class F>
 auto with_tiling(const AttentionParams& p, F&& f) {

@@ -7,8 +7,8 @@
 // instruction or intrinsic with the fragment layouts of the PTX ISA
 // ("Matrix Fragments for mma.m16n8k16", "ldmatrix"): the kernel bodies use
 // nothing else of the GPU beyond CUDA's built-ins, so they also compile on
-// the host against an emulation of this interface (how they were tested
-// before any GPU ran them).
+// the host against an emulation of this interface
+// (tests/cuda/flash_host_emulation.h, run by tests/cuda/test_flash_host.cpp).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -24,6 +24,14 @@ struct F16 {};
 
 __device__ __forceinline__ float negative_infinity() {
   return __int_as_float(int(0xff800000u));
+}
+
+// 2^x in one special-function instruction; results below 2^-126 flush to
+// zero (a probability that small never shows in an f32 sum of ones).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 template <class Half>

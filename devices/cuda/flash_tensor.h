@@ -102,6 +102,40 @@ __device__ __forceinline__ void mma_rows_rows(float (&acc)[kM][kN8][4], const ui
   }
 }
 
+// The A operand fragments of rows a_row0 + 16m.. of tile a over its kK head
+// columns, for a warp that multiplies the same rows with every tile.
+template <int kStride, int kM, int kK>
+__device__ __forceinline__ void load_a_fragments(uint32_t (&af)[kM][kK / 16][4], const uint16_t* a,
+                                                 int a_row0) {
+  const int lane = lane_id();
+#pragma unroll
+  for (int m = 0; m < kM; ++m)
+#pragma unroll
+    for (int k = 0; k < kK / 16; ++k)
+      ldmatrix_x4(af[m][k], a + (a_row0 + 16 * m + lane % 16) * kStride + 16 * k + lane / 16 * 8);
+}
+
+// mma_rows_rows with A's fragments already in registers (load_a_fragments).
+template <class Half, int kStride, int kM, int kN8, int kK>
+__device__ __forceinline__ void mma_fragments_rows(float (&acc)[kM][kN8][4],
+                                                   const uint32_t (&af)[kM][kK / 16][4],
+                                                   const uint16_t* b) {
+  static_assert(kN8 % 2 == 0 && kK % 16 == 0, "whole 16x16 operand blocks");
+  const int lane = lane_id();
+#pragma unroll
+  for (int k = 0; k < kK / 16; ++k)
+#pragma unroll
+    for (int n = 0; n < kN8; n += 2) {
+      uint32_t bf[4];  // b0, b1 of column block n, then of n + 1
+      ldmatrix_x4(bf, b + (8 * n + lane % 8 + lane / 16 * 8) * kStride + 16 * k + lane / 8 % 2 * 8);
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        mma_16816<Half>(acc[m][n], af[m][k], bf[0], bf[1]);
+        mma_16816<Half>(acc[m][n + 1], af[m][k], bf[2], bf[3]);
+      }
+    }
+}
+
 // acc[m][n] += P B: P is the warp's f32 accumulator tile p (its rows as
 // acc's, 8*kK8 columns), rounded to Half; B is rows 0..8*kK8 of tile b
 // ([k][head column]), its columns 8n...
@@ -165,6 +199,30 @@ struct Logits {
            !(causal && k0 + nk - 1 > q0 + shift);
   }
 
+  // No pair of queries [q0, q0 + nq) and keys [k0, k0 + nk) is visible
+  // under causality (whatever the mask says).
+  __device__ bool all_hidden(int64_t q0, int nq, int64_t k0) const {
+    return causal && k0 > q0 + nq - 1 + shift;
+  }
+
+  // Without a mask, the visible columns of one accumulator row are the
+  // offsets [lo, hi) from the tile's first column (in [0, n]): queries as
+  // rows see keys up to the causal limit and below Tk, keys as rows are
+  // seen by queries from the causal limit on and below Tq.
+  template <bool kKeyRows>
+  __device__ void visible_columns(int64_t row, int64_t col0, int n, int& lo, int& hi) const {
+    auto clamp = [n](int64_t x) { return int(x < 0 ? 0 : x > n ? n : x); };
+    if (kKeyRows) {
+      const bool key_inside = row < tk;
+      lo = clamp(causal ? row - shift - col0 : -col0);
+      hi = key_inside ? clamp(tq - col0) : 0;
+      return;
+    }
+    const int64_t end = causal && row + shift + 1 < tk ? row + shift + 1 : tk;
+    lo = 0;
+    hi = row < tq ? clamp(end - col0) : 0;
+  }
+
   __device__ float operator()(float dot, int64_t query, int64_t key) const {
     if (query >= tq || key >= tk || (causal && key > query + shift)) return negative_infinity();
     if (mask_kind == AttentionMask::None) return dot * scale2;
@@ -189,6 +247,24 @@ __device__ __forceinline__ void to_logits(float (&s)[kM][kN8][4], const Logits<H
       for (int n = 0; n < kN8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[m][n][e] *= logits.scale2;
+    return;
+  }
+  if (logits.mask_kind == AttentionMask::None) {
+#pragma unroll
+    for (int m = 0; m < kM; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int lo, hi;
+        logits.template visible_columns<kKeyRows>(row0 + 16 * m + acc_row(2 * h), col0, 8 * kN8, lo,
+                                                  hi);
+#pragma unroll
+        for (int n = 0; n < kN8; ++n)
+#pragma unroll
+          for (int e = 2 * h; e < 2 * h + 2; ++e) {
+            const int c = 8 * n + acc_col(e);
+            s[m][n][e] = c >= lo && c < hi ? s[m][n][e] * logits.scale2 : negative_infinity();
+          }
+      }
     return;
   }
 #pragma unroll
@@ -223,14 +299,14 @@ __device__ __forceinline__ void online_softmax(float (&s)[kM][kN8][4], float (&r
       // A row that has seen no key yet subtracts 0: its probabilities and
       // rescale come out 0, never NaN from -inf - -inf.
       const float base = new_max == negative_infinity() ? 0.0f : new_max;
-      rescale[m][h] = exp2f(row_max[m][h] - base);
+      rescale[m][h] = fast_exp2(row_max[m][h] - base);
       row_max[m][h] = new_max;
       float sum = 0;
 #pragma unroll
       for (int n = 0; n < kN8; ++n)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          s[m][n][e] = exp2f(s[m][n][e] - base);
+          s[m][n][e] = fast_exp2(s[m][n][e] - base);
           sum += s[m][n][e];
         }
       row_sum[m][h] = row_sum[m][h] * rescale[m][h] + sum;
@@ -241,6 +317,12 @@ __device__ __forceinline__ void online_softmax(float (&s)[kM][kN8][4], float (&r
 __device__ __forceinline__ float row_total(float share) {
   share += __shfl_xor_sync(0xffffffffu, share, 1);
   return share + __shfl_xor_sync(0xffffffffu, share, 2);
+}
+
+// A row's base-2 log-sum-exp from online_softmax's running maximum and its
+// row_total; -inf for a row that saw no key.
+__device__ __forceinline__ float log_sum_exp2(float row_max, float total) {
+  return row_max == negative_infinity() ? negative_infinity() : row_max + log2f(total);
 }
 
 // Columns col and col + 1 of a row of a dense matrix with d columns: one
@@ -277,12 +359,46 @@ __device__ __forceinline__ void store_rows(uint16_t* dst, const float (&acc)[kM]
 
 // The tiling of the kernels whose warps own queries (forward, row
 // statistics, dq): 16*kM queries per warp, tiles of kKeys keys.
-template <int kD_, int kM_, int kKeys_>
+// kQueriesInRegisters: the warp's query (and dq's g) fragments stay in
+// registers across key tiles instead of being read again per tile. kSteps:
+// key tiles per copy into shared memory (for_each_key_tile).
+template <int kD_, int kM_, int kKeys_, bool kQueriesInRegisters_ = false, int kSteps_ = 1>
 struct QueryTiling {
-  static constexpr int kD = kD_, kM = kM_, kKeys = kKeys_;
+  static constexpr int kD = kD_, kM = kM_, kKeys = kKeys_, kSteps = kSteps_;
+  static constexpr int kKeysPerLoad = kKeys * kSteps;
+  static constexpr bool kQueriesInRegisters = kQueriesInRegisters_;
   static constexpr int kStride = HeadTile<kD>::kStride;
   static constexpr int kRows = kWarps * 16 * kM;  // queries per block
 };
+
+// The forward's tiling of each compiled head dimension (d rounded up to 32,
+// 64, 128 or 256): 32 queries per warp and tiles of 64 keys up to d = 64
+// (the queries' fragments in registers, two tiles a copy: half the
+// barriers), then 32 keys, and 16 queries per warp at d = 256, so that the
+// f32 accumulators stay in registers (ptxas -v: none spilled; d = 128
+// spills 40 bytes, cheaper than the narrower tiles that would not).
+// attention_grad's row statistics use the same, so its log-sum-exp is the
+// forward's bit for bit.
+template <int kD>
+struct ForwardTilingFor;
+template <>
+struct ForwardTilingFor<32> {
+  using Type = QueryTiling<32, 2, 64, true, 2>;
+};
+template <>
+struct ForwardTilingFor<64> {
+  using Type = QueryTiling<64, 2, 64, true, 2>;
+};
+template <>
+struct ForwardTilingFor<128> {
+  using Type = QueryTiling<128, 2, 32>;
+};
+template <>
+struct ForwardTilingFor<256> {
+  using Type = QueryTiling<256, 1, 32>;
+};
+template <int kD>
+using ForwardTiling = typename ForwardTilingFor<kD>::Type;
 
 // The causal end of the keys queries below q_end see (all Tk otherwise).
 __device__ __forceinline__ int64_t key_end(const AttentionParams& p, int64_t q_end) {
@@ -292,35 +408,70 @@ __device__ __forceinline__ int64_t key_end(const AttentionParams& p, int64_t q_e
 }
 
 // Calls visit(keys, values, k0) for each tile of Tile::kKeys keys in
-// [0, end), the tile's keys (and values, when kValues) in shared memory:
-// two buffers from `buffers`, the next tile's copy in flight while this one
-// is used. Tiles the caller loaded before are waited for with the first.
+// [0, end), the tile's keys (and values, when kValues) in shared memory.
+// Tile::kSteps tiles come in one copy (one barrier a copy), into one of two
+// buffers from `buffers`, the next copy in flight while this one is used.
+// Tiles the caller loaded before are waited for with the first.
 template <class Tile, bool kValues, class Visit>
 __device__ __forceinline__ void for_each_key_tile(uint16_t* buffers, const uint16_t* k,
                                                   const uint16_t* v, int64_t end,
                                                   const AttentionParams& p, bool copy_16,
                                                   Visit&& visit) {
-  constexpr int kTile = Tile::kKeys * Tile::kStride, kBuffer = (kValues ? 2 : 1) * kTile;
+  constexpr int kLoad = Tile::kKeysPerLoad;
+  constexpr int kTile = kLoad * Tile::kStride, kBuffer = (kValues ? 2 : 1) * kTile;
   auto load = [&](int64_t k0, int buffer) {
     uint16_t* keys = buffers + buffer * kBuffer;
-    load_tile<Tile::kKeys, Tile::kD>(keys, k, k0, p.tk, p.d, copy_16);
-    if (kValues) load_tile<Tile::kKeys, Tile::kD>(keys + kTile, v, k0, p.tk, p.d, copy_16);
+    load_tile<kLoad, Tile::kD>(keys, k, k0, p.tk, p.d, copy_16);
+    if (kValues) load_tile<kLoad, Tile::kD>(keys + kTile, v, k0, p.tk, p.d, copy_16);
     cp_async_commit();
   };
   if (end > 0) load(0, 0);
   int buffer = 0;
-  for (int64_t k0 = 0; k0 < end; k0 += Tile::kKeys, buffer ^= 1) {
+  for (int64_t k0 = 0; k0 < end; k0 += kLoad, buffer ^= 1) {
     cp_async_wait_all();
-    __syncthreads();  // this tile is in; every warp is done with the other buffer
-    if (k0 + Tile::kKeys < end) load(k0 + Tile::kKeys, buffer ^ 1);
+    __syncthreads();  // these tiles are in; every warp is done with the other buffer
+    if (k0 + kLoad < end) load(k0 + kLoad, buffer ^ 1);
     const uint16_t* keys = buffers + buffer * kBuffer;
-    visit(keys, keys + kTile, k0);
+#pragma unroll 1
+    for (int step = 0; step < Tile::kSteps && k0 + step * Tile::kKeys < end; ++step) {
+      const int offset = step * Tile::kKeys * Tile::kStride;
+      visit(keys + offset, keys + kTile + offset, k0 + step * Tile::kKeys);
+    }
   }
   cp_async_wait_all();  // nothing left in flight when no tile was visited
 }
 
+// The A fragments of a warp's 16*kM query rows of a tile in shared memory,
+// held in registers across key tiles when the tiling says so (the heads
+// that leave room for them), else read from shared memory per product.
+template <class Tile>
+struct QueryFragments {
+  static constexpr bool kInRegisters = Tile::kQueriesInRegisters;
+  uint32_t af[kInRegisters ? Tile::kM : 1][kInRegisters ? Tile::kD / 16 : 1][4];
+  const uint16_t* tile;
+  int row0;
+
+  // Once the tile is in shared memory and before the first product.
+  __device__ __forceinline__ void load(const uint16_t* shared_tile, int warp_row0) {
+    tile = shared_tile;
+    row0 = warp_row0;
+    if constexpr (kInRegisters) load_a_fragments<Tile::kStride, Tile::kM, Tile::kD>(af, tile, row0);
+  }
+
+  // acc += these rows times the rows of tile b, transposed.
+  template <class Half, int kN8>
+  __device__ __forceinline__ void times_rows(float (&acc)[Tile::kM][kN8][4],
+                                             const uint16_t* b) const {
+    if constexpr (kInRegisters)
+      mma_fragments_rows<Half, Tile::kStride, Tile::kM, kN8, Tile::kD>(acc, af, b);
+    else
+      mma_rows_rows<Half, Tile::kStride, Tile::kM, kN8, Tile::kD>(acc, tile, row0, b);
+  }
+};
+
 // One block of the forward: queries [q0, q0 + Tile::kRows) of one
 // batch*head. Shared: the queries, then two buffers of keys and values.
+// With p.lse, each query row's base-2 log-sum-exp goes there too.
 template <class Half, class Tile>
 __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned char* shared) {
   constexpr int kM = Tile::kM, kD8 = Tile::kD / 8, kK8 = Tile::kKeys / 8;
@@ -335,7 +486,9 @@ __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned
   const Logits<Half> logits(p, bh);
   const bool copy_16 = can_copy_16(p.d, p.q, p.k, p.v);
 
+  // Committed with the first key tile, so in shared memory at its visit.
   load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
+  QueryFragments<Tile> queries;
   float o[kM][kD8][4] = {};
   float row_max[kM][2], row_sum[kM][2];
 #pragma unroll
@@ -343,22 +496,26 @@ __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned
 #pragma unroll
     for (int h = 0; h < 2; ++h) row_max[m][h] = negative_infinity(), row_sum[m][h] = 0;
 
-  for_each_key_tile<Tile, true>(
-      qs + Tile::kRows * Tile::kStride, k, v, key_end(p, q0 + Tile::kRows), p, copy_16,
-      [&](const uint16_t* ks, const uint16_t* vs, int64_t k0) {
-        float s[kM][kK8][4] = {};
-        mma_rows_rows<Half, Tile::kStride, kM, kK8, Tile::kD>(s, qs, warp_row0, ks);
-        to_logits<false>(s, logits, q0 + warp_row0, k0);
-        float rescale[kM][2];
-        online_softmax(s, row_max, row_sum, rescale);
+  auto visit = [&](const uint16_t* ks, const uint16_t* vs, int64_t k0) {
+    if (k0 == 0) queries.load(qs, warp_row0);
+    // A tile above the causal diagonal of all this warp's rows would leave
+    // its maxima, sums and o exactly as they are.
+    if (logits.all_hidden(q0 + warp_row0, 16 * kM, k0)) return;
+    float s[kM][kK8][4] = {};
+    queries.template times_rows<Half>(s, ks);
+    to_logits<false>(s, logits, q0 + warp_row0, k0);
+    float rescale[kM][2];
+    online_softmax(s, row_max, row_sum, rescale);
 #pragma unroll
-        for (int m = 0; m < kM; ++m)
+    for (int m = 0; m < kM; ++m)
 #pragma unroll
-          for (int n = 0; n < kD8; ++n)
+      for (int n = 0; n < kD8; ++n)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) o[m][n][e] *= rescale[m][e / 2];
-        mma_acc_rows<Half, Tile::kStride, kM, kD8, kK8>(o, s, vs);
-      });
+        for (int e = 0; e < 4; ++e) o[m][n][e] *= rescale[m][e / 2];
+    mma_acc_rows<Half, Tile::kStride, kM, kD8, kK8>(o, s, vs);
+  };
+  for_each_key_tile<Tile, true>(qs + Tile::kRows * Tile::kStride, k, v,
+                                key_end(p, q0 + Tile::kRows), p, copy_16, visit);
 
   // o / the row's sum; a query that sees no key keeps max -inf: zeros, the
   // CPU's choice.
@@ -370,6 +527,9 @@ __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned
       const float factor = row_max[m][h] == negative_infinity() ? 0.0f : 1.0f / total;
 #pragma unroll
       for (int n = 0; n < kD8; ++n) o[m][n][2 * h] *= factor, o[m][n][2 * h + 1] *= factor;
+      const int64_t row = q0 + warp_row0 + 16 * m + acc_row(2 * h);
+      if (p.lse && row < p.tq && lane_id() % 4 == 0)
+        p.lse[bh * p.tq + row] = log_sum_exp2(row_max[m][h], total);
     }
   store_rows<Half>(static_cast<uint16_t*>(p.out) + bh * p.tq * p.d, o, q0 + warp_row0, p.tq, p.d,
                    1.0f);

@@ -4,7 +4,8 @@
 // emulation of it), attention_launch.h and flash_tensor.h first.
 //
 // p = exp2(logit - L) is recomputed from each query row's base-2
-// log-sum-exp L, so no [Tq, Tk] matrix exists; every output element is
+// log-sum-exp L (the forward's, gp.lse, or the row statistics' of the
+// scratch), so no [Tq, Tk] matrix exists; every output element is
 // accumulated by one warp in a fixed order: no atomics, results repeat bit
 // for bit.
 #pragma once
@@ -12,18 +13,31 @@
 namespace sexpgpu::cuda::flash {
 
 // attention_grad's row statistics (float scratch): per query row, the base-2
-// log-sum-exp of its logits (-inf when it sees no key) at [bh*Tq + row],
-// and rowsum(g * o) at [B*H*Tq + bh*Tq + row].
+// log-sum-exp of its logits (-inf when it sees no key) at [bh*Tq + row]
+// unless the forward's gp.lse is given, and rowsum(g * o) at [B*H*Tq +
+// bh*Tq + row].
 __device__ __forceinline__ float* row_lse(const AttentionGradParams& gp, int64_t bh) {
   return static_cast<float*>(gp.row_stats) + bh * gp.attention.tq;
+}
+__device__ __forceinline__ const float* lse_rows(const AttentionGradParams& gp, int64_t bh) {
+  return gp.lse ? gp.lse + bh * gp.attention.tq : row_lse(gp, bh);
 }
 __device__ __forceinline__ float* row_dot(const AttentionGradParams& gp, int64_t bh) {
   const AttentionParams& p = gp.attention;
   return static_cast<float*>(gp.row_stats) + (p.batch * p.heads + bh) * p.tq;
 }
 
-// One block of the row statistics: the forward's softmax pass without the
-// values. Shared: the queries, then two buffers of keys.
+// The log-sum-exp a probability exp2(logit - L) subtracts: +inf for a row
+// that sees no key (whose logits are all -inf), so that every hidden pair's
+// probability is exp2(-inf) = 0 without a test per element.
+__device__ __forceinline__ float lse_for_exp2(float lse) {
+  return lse == negative_infinity() ? -negative_infinity() : lse;
+}
+
+// One block of the row statistics' log-sum-exp (when the forward's is not
+// given): the forward's softmax pass without the values, on the forward's
+// tiling, so the value is the forward's bit for bit. Shared: the queries,
+// then two buffers of keys.
 template <class Half, class Tile>
 __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
                                                 unsigned char* shared) {
@@ -39,21 +53,24 @@ __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
   const bool copy_16 = can_copy_16(p.d, p.q, p.k, p.k);
 
   load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
+  QueryFragments<Tile> queries;
   float row_max[kM][2], row_sum[kM][2];
 #pragma unroll
   for (int m = 0; m < kM; ++m)
 #pragma unroll
     for (int h = 0; h < 2; ++h) row_max[m][h] = negative_infinity(), row_sum[m][h] = 0;
 
-  for_each_key_tile<Tile, false>(
-      qs + Tile::kRows * Tile::kStride, k, k, key_end(p, q0 + Tile::kRows), p, copy_16,
-      [&](const uint16_t* ks, const uint16_t*, int64_t k0) {
-        float s[kM][kK8][4] = {};
-        mma_rows_rows<Half, Tile::kStride, kM, kK8, Tile::kD>(s, qs, warp_row0, ks);
-        to_logits<false>(s, logits, q0 + warp_row0, k0);
-        float rescale[kM][2];
-        online_softmax(s, row_max, row_sum, rescale);
-      });
+  auto visit = [&](const uint16_t* ks, const uint16_t*, int64_t k0) {
+    if (k0 == 0) queries.load(qs, warp_row0);
+    if (logits.all_hidden(q0 + warp_row0, 16 * kM, k0)) return;  // as in forward_block
+    float s[kM][kK8][4] = {};
+    queries.template times_rows<Half>(s, ks);
+    to_logits<false>(s, logits, q0 + warp_row0, k0);
+    float rescale[kM][2];
+    online_softmax(s, row_max, row_sum, rescale);
+  };
+  for_each_key_tile<Tile, false>(qs + Tile::kRows * Tile::kStride, k, k,
+                                 key_end(p, q0 + Tile::kRows), p, copy_16, visit);
 
   float* lse = row_lse(gp, bh);
 #pragma unroll
@@ -62,29 +79,49 @@ __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
     for (int h = 0; h < 2; ++h) {
       const float total = row_total(row_sum[m][h]);
       const int64_t row = q0 + warp_row0 + 16 * m + acc_row(2 * h);
-      const bool sees_no_key = row_max[m][h] == negative_infinity();
-      if (row < p.tq && lane_id() % 4 == 0)
-        lse[row] = sees_no_key ? negative_infinity() : row_max[m][h] + log2f(total);
+      if (row < p.tq && lane_id() % 4 == 0) lse[row] = log_sum_exp2(row_max[m][h], total);
     }
+}
 
-  // rowsum(g * o): a warp per row, lanes striding the head columns, then a
-  // fixed butterfly.
-  const uint16_t* g = static_cast<const uint16_t*>(gp.g) + bh * p.tq * p.d;
-  const uint16_t* o = static_cast<const uint16_t*>(gp.o) + bh * p.tq * p.d;
-  float* dot = row_dot(gp, bh);
-  for (int r = 0; r < 16 * kM; ++r) {
-    const int64_t row = q0 + warp_row0 + r;
-    if (row >= p.tq) break;
+// rowsum(g * o) of every query row of every batch*head: a warp takes 4 rows
+// at a time, 8 lanes a row, each lane its 8-column chunks (16-byte loads
+// when the operands allow) or single columns in a fixed order, then a fixed
+// butterfly over the 8 lanes.
+template <class Half>
+__device__ __forceinline__ void row_dots(const AttentionGradParams& gp) {
+  const AttentionParams& p = gp.attention;
+  const int64_t rows = p.batch * p.heads * p.tq, d = p.d;
+  const uint16_t* g = static_cast<const uint16_t*>(gp.g);
+  const uint16_t* o = static_cast<const uint16_t*>(gp.o);
+  float* dot = row_dot(gp, 0);
+  const bool chunks = can_copy_16(d, gp.g, gp.o, gp.o);
+  const int part = lane_id() % 8;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t row0 = 4 * (int64_t(blockIdx.x) * (blockDim.x / 32) + warp_id()); row0 < rows;
+       row0 += 4 * warps) {
+    const int64_t row = row0 + lane_id() / 8;
     float sum = 0;
-    for (int64_t c = lane_id(); c < p.d; c += 32)
-      sum += to_float<Half>(g[row * p.d + c]) * to_float<Half>(o[row * p.d + c]);
-    for (int mask = 16; mask > 0; mask /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, mask);
-    if (lane_id() == 0) dot[row] = sum;
+    if (row < rows && chunks) {
+      for (int64_t c = 8 * part; c < d; c += 64) {
+        const uint4 gv = *reinterpret_cast<const uint4*>(g + row * d + c);
+        const uint4 ov = *reinterpret_cast<const uint4*>(o + row * d + c);
+        const uint32_t gw[4] = {gv.x, gv.y, gv.z, gv.w}, ow[4] = {ov.x, ov.y, ov.z, ov.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          sum += to_float<Half>(uint16_t(gw[i])) * to_float<Half>(uint16_t(ow[i])) +
+                 to_float<Half>(uint16_t(gw[i] >> 16)) * to_float<Half>(uint16_t(ow[i] >> 16));
+      }
+    } else if (row < rows) {
+      for (int64_t c = part; c < d; c += 8)
+        sum += to_float<Half>(g[row * d + c]) * to_float<Half>(o[row * d + c]);
+    }
+    for (int mask = 1; mask < 8; mask *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, mask);
+    if (row < rows && part == 0) dot[row] = sum;
   }
 }
 
 // One block of dq: queries [q0, q0 + Tile::kRows) of one batch*head against
-// every key they see: p from the row statistics, dp = g v^T, ds = p (dp -
+// every key they see: p from the log-sum-exp, dp = g v^T, ds = p (dp -
 // rowsum(g o)), dq = ds k * scale. Shared: the queries and their g, then two
 // buffers of keys and values.
 template <class Half, class Tile>
@@ -103,62 +140,89 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
   const Logits<Half> logits(p, bh);
   const bool copy_16 = can_copy_16(p.d, p.q, p.k, p.v) && can_copy_16(p.d, gp.g, gp.g, gp.g);
 
+  // Committed with the first key tile, so in shared memory at its visit.
   load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
   load_tile<Tile::kRows, Tile::kD>(gs, g, q0, p.tq, p.d, copy_16);
+  QueryFragments<Tile> queries, grads;
   float lse[kM][2], dot[kM][2];  // of this lane's rows
 #pragma unroll
   for (int m = 0; m < kM; ++m)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t row = q0 + warp_row0 + 16 * m + acc_row(2 * h);
-      lse[m][h] = row < p.tq ? row_lse(gp, bh)[row] : 0.0f;
+      lse[m][h] = row < p.tq ? lse_for_exp2(lse_rows(gp, bh)[row]) : 0.0f;
       dot[m][h] = row < p.tq ? row_dot(gp, bh)[row] : 0.0f;
     }
   float dq[kM][kD8][4] = {};
 
-  for_each_key_tile<Tile, true>(
-      gs + Tile::kRows * Tile::kStride, k, v, key_end(p, q0 + Tile::kRows), p, copy_16,
-      [&](const uint16_t* ks, const uint16_t* vs, int64_t k0) {
-        float s[kM][kK8][4] = {}, ds[kM][kK8][4] = {};
-        mma_rows_rows<Half, Tile::kStride, kM, kK8, Tile::kD>(s, qs, warp_row0, ks);
-        to_logits<false>(s, logits, q0 + warp_row0, k0);
-        mma_rows_rows<Half, Tile::kStride, kM, kK8, Tile::kD>(ds, gs, warp_row0, vs);
+  auto visit = [&](const uint16_t* ks, const uint16_t* vs, int64_t k0) {
+    if (k0 == 0) queries.load(qs, warp_row0), grads.load(gs, warp_row0);
+    if (logits.all_hidden(q0 + warp_row0, 16 * kM, k0)) return;  // ds would be all 0
+    float s[kM][kK8][4] = {}, ds[kM][kK8][4] = {};
+    queries.template times_rows<Half>(s, ks);
+    to_logits<false>(s, logits, q0 + warp_row0, k0);
+    grads.template times_rows<Half>(ds, vs);
 #pragma unroll
-        for (int m = 0; m < kM; ++m)
+    for (int m = 0; m < kM; ++m)
 #pragma unroll
-          for (int n = 0; n < kK8; ++n)
+      for (int n = 0; n < kK8; ++n)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const float x = s[m][n][e];
-              const float prob = x == negative_infinity() ? 0.0f : exp2f(x - lse[m][e / 2]);
-              ds[m][n][e] = prob * (ds[m][n][e] - dot[m][e / 2]);
-            }
-        mma_acc_rows<Half, Tile::kStride, kM, kD8, kK8>(dq, ds, ks);
-      });
+        for (int e = 0; e < 4; ++e)
+          ds[m][n][e] = fast_exp2(s[m][n][e] - lse[m][e / 2]) * (ds[m][n][e] - dot[m][e / 2]);
+    mma_acc_rows<Half, Tile::kStride, kM, kD8, kK8>(dq, ds, ks);
+  };
+  for_each_key_tile<Tile, true>(gs + Tile::kRows * Tile::kStride, k, v,
+                                key_end(p, q0 + Tile::kRows), p, copy_16, visit);
 
   uint16_t* out = static_cast<uint16_t*>(gp.out) + bh * (p.tq + 2 * p.tk) * p.d;
   store_rows<Half>(out, dq, q0 + warp_row0, p.tq, p.d, float(p.scale));
 }
 
-// The tiling of the dk/dv kernel: 16*kM keys per warp, tiles of kQueries.
-template <int kD_, int kM_, int kQueries_>
+// The tiling of the dk/dv kernel: 16*kM keys per warp, tiles of kQueries,
+// kSteps tiles a copy into shared memory (one barrier a copy).
+template <int kD_, int kM_, int kQueries_, int kSteps_ = 1>
 struct KeyTiling {
-  static constexpr int kD = kD_, kM = kM_, kQueries = kQueries_;
+  static constexpr int kD = kD_, kM = kM_, kQueries = kQueries_, kSteps = kSteps_;
+  static constexpr int kQueriesPerLoad = kQueries * kSteps;
   static constexpr int kStride = HeadTile<kD>::kStride;
   static constexpr int kKeys = kWarps * 16 * kM;  // keys per block
   // A buffer of queries: q and g tiles, then the rows' two statistics.
-  static constexpr int kQueryBuffer = 2 * kQueries * kStride + 2 * kQueries * 2;
+  static constexpr int kQueryBuffer = 2 * kQueriesPerLoad * kStride + 2 * kQueriesPerLoad * 2;
+};
+
+// attention_grad's tilings of each compiled head dimension (d rounded up to
+// 32, 64 or 128; the row statistics take the forward's): dk/dv and dq with
+// 32 rows per warp (each shared-memory operand fragment feeds 4 products),
+// narrower where the f32 accumulators would no longer fit in registers
+// (ptxas -v: no spills), two tiles a copy where two blocks of 255 registers
+// still fit an SM's shared memory.
+template <int kD>
+struct GradTilingFor;
+template <>
+struct GradTilingFor<32> {
+  using Keys = KeyTiling<32, 2, 64, 2>;
+  using Queries = QueryTiling<32, 2, 64, true, 2>;
+};
+template <>
+struct GradTilingFor<64> {
+  using Keys = KeyTiling<64, 2, 32, 2>;
+  using Queries = QueryTiling<64, 2, 32, true, 2>;
+};
+template <>
+struct GradTilingFor<128> {
+  using Keys = KeyTiling<128, 1, 32, 2>;
+  using Queries = QueryTiling<128, 1, 64>;
 };
 
 // One block of dk and dv: keys [k0, k0 + Tile::kKeys) of one batch*head
 // against every query that sees them, each warp's 16*kM keys as the rows of
-// the transposed products: p^T from the row statistics, dv += p^T g,
-// dp^T = v g^T, ds^T = p^T (dp^T - rowsum(g o)), dk += ds^T q (times scale
-// at the end). Shared: keys and values, then two buffers of queries.
+// the transposed products: p^T from the log-sum-exp, dv += p^T g, dp^T =
+// v g^T, ds^T = p^T (dp^T - rowsum(g o)), dk += ds^T q (times scale at the
+// end). Shared: keys and values, then two buffers of queries.
 template <class Half, class Tile>
 __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsigned char* shared) {
   constexpr int kM = Tile::kM, kD8 = Tile::kD / 8, kQ8 = Tile::kQueries / 8;
-  constexpr int kTile = Tile::kQueries * Tile::kStride;
+  constexpr int kLoad = Tile::kQueriesPerLoad, kTile = kLoad * Tile::kStride;
   const AttentionParams& p = gp.attention;
   uint16_t* ks = reinterpret_cast<uint16_t*>(shared);
   uint16_t* vs = ks + Tile::kKeys * Tile::kStride;
@@ -170,20 +234,21 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * p.tk * p.d;
   const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * p.tk * p.d;
   const uint16_t* g = static_cast<const uint16_t*>(gp.g) + bh * p.tq * p.d;
-  const float* lse = row_lse(gp, bh);
+  const float* lse = lse_rows(gp, bh);
   const float* dot = row_dot(gp, bh);
   const Logits<Half> logits(p, bh);
   const bool copy_16 = can_copy_16(p.d, p.q, p.k, p.v) && can_copy_16(p.d, gp.g, gp.g, gp.g);
 
+  // Rows past Tq get L = +inf: their logits are -inf, their p 0.
   auto load_queries = [&](int64_t q0, int buffer) {
     uint16_t* qb = buffers + buffer * Tile::kQueryBuffer;
-    load_tile<Tile::kQueries, Tile::kD>(qb, q, q0, p.tq, p.d, copy_16);
-    load_tile<Tile::kQueries, Tile::kD>(qb + kTile, g, q0, p.tq, p.d, copy_16);
+    load_tile<kLoad, Tile::kD>(qb, q, q0, p.tq, p.d, copy_16);
+    load_tile<kLoad, Tile::kD>(qb + kTile, g, q0, p.tq, p.d, copy_16);
     float* stats = reinterpret_cast<float*>(qb + 2 * kTile);
-    for (int i = int(threadIdx.x); i < Tile::kQueries; i += kThreads) {
+    for (int i = int(threadIdx.x); i < kLoad; i += kThreads) {
       const bool inside = q0 + i < p.tq;
-      stats[i] = inside ? lse[q0 + i] : 0.0f;
-      stats[Tile::kQueries + i] = inside ? dot[q0 + i] : 0.0f;
+      stats[i] = inside ? lse_for_exp2(lse[q0 + i]) : -negative_infinity();
+      stats[kLoad + i] = inside ? dot[q0 + i] : 0.0f;
     }
     cp_async_commit();
   };
@@ -197,37 +262,45 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
   float dk[kM][kD8][4] = {}, dv[kM][kD8][4] = {};
 
   int buffer = 0;
-  for (int64_t q0 = begin; q0 < p.tq; q0 += Tile::kQueries, buffer ^= 1) {
+  for (int64_t q0 = begin; q0 < p.tq; q0 += kLoad, buffer ^= 1) {
     cp_async_wait_all();
     __syncthreads();  // these queries are in; every warp is done with the other buffer
-    if (q0 + Tile::kQueries < p.tq) load_queries(q0 + Tile::kQueries, buffer ^ 1);
-    const uint16_t* qs = buffers + buffer * Tile::kQueryBuffer;
-    const uint16_t* gs = qs + kTile;
-    const float* lse_s = reinterpret_cast<const float*>(qs + 2 * kTile);
-    const float* dot_s = lse_s + Tile::kQueries;
+    if (q0 + kLoad < p.tq) load_queries(q0 + kLoad, buffer ^ 1);
+    const uint16_t* qb = buffers + buffer * Tile::kQueryBuffer;
+    const float* lse_b = reinterpret_cast<const float*>(qb + 2 * kTile);
+#pragma unroll 1
+    for (int step = 0; step < Tile::kSteps && q0 + step * Tile::kQueries < p.tq; ++step) {
+      const int row = step * Tile::kQueries;
+      const uint16_t* qs = qb + row * Tile::kStride;
+      const uint16_t* gs = qb + kTile + row * Tile::kStride;
+      const float* lse_s = lse_b + row;
+      const float* dot_s = lse_b + kLoad + row;
 
-    float pt[kM][kQ8][4] = {}, dst[kM][kQ8][4] = {};
-    mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(pt, ks, warp_row0, qs);
-    to_logits<true>(pt, logits, k0 + warp_row0, q0);
+      float pt[kM][kQ8][4] = {}, dst[kM][kQ8][4] = {};
+      mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(pt, ks, warp_row0, qs);
+      to_logits<true>(pt, logits, k0 + warp_row0, q0 + row);
 #pragma unroll
-    for (int m = 0; m < kM; ++m)
+      for (int n = 0; n < kQ8; ++n) {
+        const float2 lse2 = *reinterpret_cast<const float2*>(lse_s + 8 * n + acc_col(0));
 #pragma unroll
-      for (int n = 0; n < kQ8; ++n)
+        for (int m = 0; m < kM; ++m)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float x = pt[m][n][e];
-          pt[m][n][e] = x == negative_infinity() ? 0.0f : exp2f(x - lse_s[8 * n + acc_col(e)]);
-        }
-    mma_acc_rows<Half, Tile::kStride, kM, kD8, kQ8>(dv, pt, gs);
-    mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(dst, vs, warp_row0, gs);
+          for (int e = 0; e < 4; ++e)
+            pt[m][n][e] = fast_exp2(pt[m][n][e] - (e % 2 ? lse2.y : lse2.x));
+      }
+      mma_acc_rows<Half, Tile::kStride, kM, kD8, kQ8>(dv, pt, gs);
+      mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(dst, vs, warp_row0, gs);
 #pragma unroll
-    for (int m = 0; m < kM; ++m)
+      for (int n = 0; n < kQ8; ++n) {
+        const float2 dot2 = *reinterpret_cast<const float2*>(dot_s + 8 * n + acc_col(0));
 #pragma unroll
-      for (int n = 0; n < kQ8; ++n)
+        for (int m = 0; m < kM; ++m)
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          dst[m][n][e] = pt[m][n][e] * (dst[m][n][e] - dot_s[8 * n + acc_col(e)]);
-    mma_acc_rows<Half, Tile::kStride, kM, kD8, kQ8>(dk, dst, qs);
+          for (int e = 0; e < 4; ++e)
+            dst[m][n][e] = pt[m][n][e] * (dst[m][n][e] - (e % 2 ? dot2.y : dot2.x));
+      }
+      mma_acc_rows<Half, Tile::kStride, kM, kD8, kQ8>(dk, dst, qs);
+    }
   }
   cp_async_wait_all();  // nothing left in flight when no query sees these keys
 

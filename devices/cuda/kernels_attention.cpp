@@ -117,13 +117,20 @@ KernelResult make_forward_kernel(const KernelRequest& r) {
     return no_kernel(r, why);
 
   Kernel kernel;
-  kernel.launch = [params, half](const LaunchArgs& a) -> std::string {
+  // Linked to its attention_grad: the row statistics go to the link.
+  const bool writes_lse = r.link && attention_writes_lse(params);
+  if (writes_lse) {
+    kernel.link_bytes = size_t(params.batch * params.heads * params.tq) * sizeof(float);
+    name += " +lse";
+  }
+  kernel.launch = [params, half, writes_lse](const LaunchArgs& a) -> std::string {
     AttentionParams p = params;
     p.q = a.inputs[0];
     p.k = a.inputs[1];
     p.v = a.inputs[2];
     if (p.mask_kind != AttentionMask::None) p.mask = a.inputs[3];
     p.out = a.output;
+    if (writes_lse) p.lse = static_cast<float*>(a.link);
     return cuda_error(half ? launch_flash_attention(p, a.stream) : launch_attention(p, a.stream),
                       "attention kernel");
   };
@@ -206,10 +213,16 @@ KernelResult make_backward_kernel(const KernelRequest& r) {
 
   Kernel kernel;
   kernel.scratch_bytes = widening ? widening->offset[6] : attention_grad_stats_bytes(params);
-  kernel.launch = [params, tensor_cores, widening](const LaunchArgs& args) -> std::string {
+  // The forward left its row statistics in the link (asked only then).
+  const bool reads_lse = r.link && !widening && attention_grad_reads_lse(params);
+  kernel.reads_link = reads_lse;
+  if (reads_lse) name += " lse linked";
+  kernel.launch = [params, tensor_cores, widening,
+                   reads_lse](const LaunchArgs& args) -> std::string {
     AttentionGradParams p = params;
     if (p.attention.mask_kind != AttentionMask::None) p.attention.mask = args.inputs[5];
     if (widening) return widening->launch(p, args);
+    if (reads_lse) p.lse = static_cast<const float*>(args.link);
     p.attention.q = args.inputs[0];
     p.attention.k = args.inputs[1];
     p.attention.v = args.inputs[2];
