@@ -1,6 +1,9 @@
 // Generated elementwise kernels (elementwise.h): the source of one kernel
 // per node or fusion group, registered with the device's NVRTC cache at
-// compile time and launched over a grid-stride loop.
+// compile time and launched over a grid-stride loop. Groups with views are
+// planned by elementwise_views.h; the rest walk their operands with
+// collapsed strides, each thread taking a vector of consecutive elements
+// when the geometry allows.
 #include "elementwise.h"
 
 #include <algorithm>
@@ -8,208 +11,20 @@
 #include <cstring>
 
 #include "check.h"
+#include "elementwise_codegen.h"
+#include "elementwise_views.h"
 #include "geometry.h"
 #include "nvrtc_cache.h"
 
 namespace sexpgpu::cuda {
+
 namespace {
 
+using namespace codegen;
 using ir::DType;
 using ir::Op;
-using ir::Rule;
 
 constexpr int kBlock = 256;
-
-// The register type a value of `d` lives in.
-const char* value_type(DType d) {
-  switch (d) {
-    case DType::F32:
-    case DType::BF16:
-    case DType::F16: return "float";
-    case DType::F64: return "double";
-    case DType::I32: return "int";
-    case DType::I64: return "long long";
-    case DType::U8: return "unsigned char";
-    case DType::U16: return "unsigned short";
-    case DType::Bool: return "bool";
-  }
-  return "float";
-}
-
-// The type an element of `d` is stored as.
-const char* storage_type(DType d) {
-  switch (d) {
-    case DType::BF16:
-    case DType::F16: return "unsigned short";
-    case DType::Bool: return "unsigned char";
-    default: return value_type(d);
-  }
-}
-
-std::string load(DType d, const std::string& element) {
-  switch (d) {
-    case DType::BF16: return "sg_from_bf16(" + element + ")";
-    case DType::F16: return "sg_from_f16(" + element + ")";
-    case DType::Bool: return "(" + element + " != 0)";
-    default: return element;
-  }
-}
-
-std::string store(DType d, const std::string& value) {
-  switch (d) {
-    case DType::BF16: return "sg_to_bf16(" + value + ")";
-    case DType::F16: return "sg_to_f16(" + value + ")";
-    case DType::Bool: return "(unsigned char)(" + value + ")";
-    default: return value;
-  }
-}
-
-// `value` (of dtype `from`) as dtype `to`, with elementwise.h's conversion.
-std::string convert(const std::string& value, DType from, DType to) {
-  if (from == to) return value;
-  if (to == DType::BF16) return "sg_round_bf16(" + value + ")";
-  if (to == DType::F16) return "sg_round_f16(" + value + ")";
-  if (std::string(value_type(from)) == value_type(to)) return value;  // bf16/f16 -> f32
-  return std::string("sg_convert<") + value_type(to) + ">(" + value + ")";
-}
-
-// One operand of a node: its register name and dtype.
-struct Operand {
-  std::string name;
-  DType dtype;
-};
-
-ir::Result<std::string> float_unary(Op op, const ir::Attrs& attrs, const std::string& x,
-                                    const std::string& t) {
-  switch (op) {
-    case Op::Neg: return "(-" + x + ")";
-    case Op::Abs: return "sg_fabs(" + x + ")";
-    case Op::Square: return "(" + x + " * " + x + ")";
-    case Op::Sign: return "sg_fsign(" + x + ")";
-    case Op::Relu: return "sg_frelu(" + x + ")";
-    case Op::Floor: return "sg_floor(" + x + ")";
-    case Op::Ceil: return "sg_ceil(" + x + ")";
-    case Op::Round: return "sg_rint(" + x + ")";
-    case Op::Exp: return "sg_exp(" + x + ")";
-    case Op::Log: return "sg_log(" + x + ")";
-    case Op::Log1p: return "sg_log1p(" + x + ")";
-    case Op::Expm1: return "sg_expm1(" + x + ")";
-    case Op::Sqrt: return "sg_sqrt(" + x + ")";
-    case Op::Rsqrt: return "sg_rsqrt(" + x + ")";
-    case Op::Sin: return "sg_sin(" + x + ")";
-    case Op::Cos: return "sg_cos(" + x + ")";
-    case Op::Tanh: return "sg_tanh(" + x + ")";
-    case Op::Sigmoid: return "sg_sigmoid(" + x + ")";
-    case Op::Silu: return "sg_silu(" + x + ")";
-    case Op::Softplus: return "sg_softplus(" + x + ")";
-    case Op::Reciprocal: return "((" + t + ")1 / " + x + ")";
-    case Op::Erf: return "sg_erf(" + x + ")";
-    case Op::Gelu:
-      return (attrs.approximate.value_or("none") == "tanh" ? "sg_gelu_tanh(" : "sg_gelu(") + x +
-             ")";
-    default: return ir::Result<std::string>::failure("not a float unary op");
-  }
-}
-
-ir::Result<std::string> int_unary(Op op, const std::string& x, const std::string& t) {
-  switch (op) {
-    case Op::Neg: return "sg_ineg<" + t + ">(" + x + ")";
-    case Op::Abs: return "sg_iabs<" + t + ">(" + x + ")";
-    case Op::Square: return "sg_isquare<" + t + ">(" + x + ")";
-    case Op::Sign: return "sg_isign<" + t + ">(" + x + ")";
-    case Op::Relu: return "sg_irelu<" + t + ">(" + x + ")";
-    case Op::Floor:
-    case Op::Ceil:
-    case Op::Round: return x;
-    default: return ir::Result<std::string>::failure("computes in floats, not " + t);
-  }
-}
-
-ir::Result<std::string> binary(Op op, bool floating, const std::string& a, const std::string& b,
-                               const std::string& t) {
-  std::string args = "(" + a + ", " + b + ")";
-  if (floating) {
-    switch (op) {
-      case Op::Add: return "(" + a + " + " + b + ")";
-      case Op::Sub: return "(" + a + " - " + b + ")";
-      case Op::Mul: return "(" + a + " * " + b + ")";
-      case Op::Div: return "(" + a + " / " + b + ")";
-      case Op::Pow: return "sg_pow" + args;
-      case Op::Maximum: return "sg_fmaximum<" + t + ">" + args;
-      case Op::Minimum: return "sg_fminimum<" + t + ">" + args;
-      case Op::Atan2: return "sg_atan2" + args;
-      case Op::Mod: return "sg_fmod<" + t + ">" + args;
-      default: break;
-    }
-  } else {
-    switch (op) {
-      case Op::Add: return "sg_iadd<" + t + ">" + args;
-      case Op::Sub: return "sg_isub<" + t + ">" + args;
-      case Op::Mul: return "sg_imul<" + t + ">" + args;
-      case Op::Pow: return "sg_int_pow<" + t + ">" + args;
-      case Op::Maximum: return "sg_imaximum<" + t + ">" + args;
-      case Op::Minimum: return "sg_iminimum<" + t + ">" + args;
-      case Op::Mod: return "sg_int_mod<" + t + ">" + args;
-      default: break;
-    }
-  }
-  return ir::Result<std::string>::failure("no " + t + " form");
-}
-
-ir::Result<std::string> compare(Op op, const std::string& a, const std::string& b,
-                                const std::string& t) {
-  switch (op) {
-    case Op::Lt: return "(" + a + " < " + b + ")";
-    case Op::Le: return "(" + a + " <= " + b + ")";
-    case Op::Gt: return "(" + a + " > " + b + ")";
-    case Op::Ge: return "(" + a + " >= " + b + ")";
-    case Op::Eq: return "(" + a + " == " + b + ")";
-    case Op::Ne: return "(" + a + " != " + b + ")";
-    case Op::LogicalAnd: return "(" + a + " != (" + t + ")0 && " + b + " != (" + t + ")0)";
-    case Op::LogicalOr: return "(" + a + " != (" + t + ")0 || " + b + " != (" + t + ")0)";
-    default: return ir::Result<std::string>::failure("not a comparison");
-  }
-}
-
-// The expression computing `node` from its operands' registers.
-ir::Result<std::string> expression(const GroupNode& node, const std::vector<Operand>& in) {
-  using R = ir::Result<std::string>;
-  DType d = node.dtype;
-  std::string t = value_type(d);
-  // Operand i as the node's compute type `as`.
-  auto arg = [&](size_t i, DType as) { return convert(in[i].name, in[i].dtype, as); };
-  switch (ir::info(node.op).rule) {
-    case Rule::UnarySame:
-    case Rule::UnaryFloat:
-      if (d == DType::Bool) return R::failure("bool arithmetic must be lowered to u8 first");
-      if (ir::is_float(d)) return float_unary(node.op, node.attrs, arg(0, d), t);
-      return int_unary(node.op, arg(0, d), t);
-    case Rule::UnaryBool: {
-      DType od = in[0].dtype;
-      std::string ot = value_type(od);
-      if (node.op == Op::LogicalNot) return "(" + in[0].name + " == (" + ot + ")0)";
-      return ir::is_float(od) ? "(bool)isfinite(" + in[0].name + ")" : std::string("true");
-    }
-    case Rule::BinaryPromote:
-    case Rule::BinaryFloat:
-      if (d == DType::Bool) return R::failure("bool arithmetic must be lowered to u8 first");
-      return binary(node.op, ir::is_float(d), arg(0, d), arg(1, d), t);
-    case Rule::Compare: {
-      DType od = in[0].dtype;
-      return compare(node.op, in[0].name, arg(1, od), value_type(od));
-    }
-    case Rule::Where: {
-      std::string cond = in[0].dtype == DType::Bool
-                             ? in[0].name
-                             : "(" + in[0].name + " != (" + value_type(in[0].dtype) + ")0)";
-      return "(" + cond + " ? " + arg(1, d) + " : " + arg(2, d) + ")";
-    }
-    case Rule::Clamp:
-      return "sg_clamp<" + t + ">(" + arg(0, d) + ", " + arg(1, d) + ", " + arg(2, d) + ")";
-    case Rule::Cast: return convert(in[0].name, in[0].dtype, d);
-    default: return R::failure("not an elementwise op");
-  }
-}
 
 // The output's axes after merging the ones every operand walks
 // contiguously and dropping those of size 1; per operand, its strides.
@@ -239,14 +54,18 @@ Walk collapse(const ir::Shape& out, const std::vector<ir::TensorType>& externals
   return w;
 }
 
+ir::Dims contiguous(const Walk& w) {
+  ir::Dims c(w.dims.size(), 1);
+  for (size_t a = w.dims.size(); a-- > 1;) c[a - 1] = c[a] * w.dims[a];
+  return c;
+}
+
 // The offset expression of operand `k` at element i with coordinates c0...
 std::string offset(const Walk& w, size_t k) {
   const ir::Dims& s = w.strides[k];
   bool zero = std::all_of(s.begin(), s.end(), [](int64_t v) { return v == 0; });
   if (zero) return "0";
-  ir::Dims contiguous(w.dims.size(), 1);
-  for (size_t a = w.dims.size(); a-- > 1;) contiguous[a - 1] = contiguous[a] * w.dims[a];
-  if (s == contiguous) return "i";
+  if (s == contiguous(w)) return "i";
   std::string e;
   for (size_t a = 0; a < s.size(); ++a) {
     if (s[a] == 0) continue;
@@ -271,15 +90,14 @@ std::string group_label(const ElementwiseGroup& g) {
   return label + "<" + std::string(ir::ir_name(g.output.dtype)) + "> " + g.output.to_string();
 }
 
-// The loop body of a group's kernel: load each external at its offset,
-// compute every node, store the last. `in` and `out` name the pointers.
-std::string body(const ElementwiseGroup& g, const std::vector<std::string>& offsets,
-                 const std::string& in_prefix, const std::string& out) {
+// The loop body of a group's kernel: load each external from its element
+// expression, compute every node, store the last into `out`.
+std::string body(const ElementwiseGroup& g, const std::vector<std::string>& elements,
+                 const std::string& out, const std::string& indent = "    ") {
   std::string s;
   for (size_t k = 0; k < g.externals.size(); ++k)
-    s += std::string("    const ") + value_type(g.externals[k].dtype) + " x" + std::to_string(k) +
-         " = " +
-         load(g.externals[k].dtype, in_prefix + std::to_string(k) + "[" + offsets[k] + "]") + ";\n";
+    s += indent + "const " + value_type(g.externals[k].dtype) + " x" + std::to_string(k) + " = " +
+         load(g.externals[k].dtype, elements[k]) + ";\n";
   for (size_t j = 0; j < g.nodes.size(); ++j) {
     const GroupNode& node = g.nodes[j];
     std::vector<Operand> in;
@@ -289,57 +107,183 @@ std::string body(const ElementwiseGroup& g, const std::vector<std::string>& offs
                        : Operand{"x" + std::to_string(-1 - k), g.externals[size_t(-1 - k)].dtype});
     ir::Result<std::string> e = expression(node, in);
     if (!e) return "#error " + std::string(ir::info(node.op).ir_name) + ": " + e.error() + "\n";
-    s += std::string("    const ") + value_type(node.dtype) + " v" + std::to_string(j) + " = " +
-         *e + ";\n";
+    s += indent + "const " + value_type(node.dtype) + " v" + std::to_string(j) + " = " + *e + ";\n";
   }
-  s += "    " + out + "[i] = " + store(g.output.dtype, "v" + std::to_string(g.nodes.size() - 1)) +
+  s += indent + out + " = " + store(g.output.dtype, "v" + std::to_string(g.nodes.size() - 1)) +
        ";\n";
   return s;
 }
 
-}  // namespace
+std::vector<std::string> elements_at(const std::vector<std::string>& offsets) {
+  std::vector<std::string> e;
+  for (size_t k = 0; k < offsets.size(); ++k)
+    e.push_back("in" + std::to_string(k) + "[" + offsets[k] + "]");
+  return e;
+}
 
-std::string group_source(const ElementwiseGroup& g, const std::string& name) {
-  int64_t n = g.output.shape.numel().value_or(0);
-  const char* idx = n > int64_t(INT32_MAX) - 2 * 65536LL * kBlock ? "long long" : "int";
-  Walk w = collapse(g.output.shape, g.externals);
+bool wide_index(int64_t n) {
+  return n > int64_t(INT32_MAX) - 2 * 65536LL * kBlock;
+}
+
+std::string kernel_head(const ElementwiseGroup& g, const std::string& name) {
   std::string s = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
                   ") " + name + "(";
   for (size_t k = 0; k < g.externals.size(); ++k)
     s += std::string("const ") + storage_type(g.externals[k].dtype) + "* __restrict__ in" +
          std::to_string(k) + ", ";
-  s += std::string(storage_type(g.output.dtype)) + "* __restrict__ out, long long n) {\n";
-  const std::string cast = std::string("(") + idx + ")";
-  s += std::string("  for (") + idx + " i = " + cast +
-       "blockIdx.x * blockDim.x + threadIdx.x; i < " + cast + "n; i += " + cast +
-       "gridDim.x * blockDim.x) {\n";
-  std::vector<std::string> offsets;
-  bool coordinates = false;
-  for (size_t k = 0; k < g.externals.size(); ++k) {
-    offsets.push_back(offset(w, k));
-    coordinates = coordinates || offsets.back().find('c') != std::string::npos;
-  }
-  if (coordinates) {
-    s += std::string("    ") + idx + " rest = i;\n";
-    for (size_t a = w.dims.size(); a-- > 0;) {
-      std::string c = "c" + std::to_string(a);
-      if (a == 0) {
-        s += std::string("    const ") + idx + " " + c + " = rest;\n";
-      } else {
-        std::string d = std::to_string(w.dims[a]);
-        s +=
-            std::string("    const ") + idx + " " + c + " = rest % " + d + "; rest /= " + d + ";\n";
-      }
+  return s + storage_type(g.output.dtype) + "* __restrict__ out, long long n) {\n";
+}
+
+// The coordinates c0... of the walk at element `i`, for offsets that use them.
+std::string coordinates(const Walk& w, const std::vector<std::string>& offsets,
+                        const std::string& idx) {
+  bool used = std::any_of(offsets.begin(), offsets.end(),
+                          [](const std::string& o) { return o.find('c') != std::string::npos; });
+  if (!used) return {};
+  std::string s = "    " + idx + " rest = i;\n";
+  for (size_t a = w.dims.size(); a-- > 0;) {
+    std::string c = "c" + std::to_string(a);
+    if (a == 0) {
+      s += "    const " + idx + " " + c + " = rest;\n";
+    } else {
+      std::string d = std::to_string(w.dims[a]);
+      s += "    const " + idx + " " + c + " = rest % " + d + "; rest /= " + d + ";\n";
     }
   }
-  s += body(g, offsets, "in", "out");
-  s += "  }\n}\n";
+  return s;
+}
+
+std::string scalar_source(const ElementwiseGroup& g, const Walk& w, const std::string& name) {
+  const std::string idx = wide_index(g.output.shape.numel().value_or(0)) ? "long long" : "int";
+  const std::string cast = "(" + idx + ")";
+  std::string s = kernel_head(g, name);
+  s += "  for (" + idx + " i = " + cast + "blockIdx.x * blockDim.x + threadIdx.x; i < " + cast +
+       "n; i += " + cast + "gridDim.x * blockDim.x) {\n";
+  std::vector<std::string> offsets;
+  for (size_t k = 0; k < g.externals.size(); ++k) offsets.push_back(offset(w, k));
+  s += coordinates(w, offsets, idx);
+  s += body(g, elements_at(offsets), "out[i]");
+  return s + "  }\n}\n";
+}
+
+// Elements a thread of the vector kernel takes: 16 bytes of the narrowest
+// operand walked contiguously (at most 8), dividing the inner axis so that
+// a vector never crosses a row; 1 when no vector kernel pays.
+int vector_width(const ElementwiseGroup& g, const Walk& w) {
+  if (w.dims.empty()) return 1;
+  size_t narrowest = ir::size_bytes(g.output.dtype);
+  for (size_t k = 0; k < g.externals.size(); ++k)
+    if (w.strides[k].back() == 1)
+      narrowest = std::min(narrowest, ir::size_bytes(g.externals[k].dtype));
+  int v = int(std::min<size_t>(8, 16 / narrowest));
+  while (v > 1 && w.dims.back() % v != 0) v /= 2;
+  return v;
+}
+
+// The kernel over vectors of v consecutive elements (v divides the inner
+// axis): operands walked contiguously with whole aligned vectors load as
+// vectors, stretched ones once, others element by element.
+std::string vector_source(const ElementwiseGroup& g, const Walk& w, int v,
+                          const std::string& name) {
+  const std::string idx = wide_index(g.output.shape.numel().value_or(0)) ? "long long" : "int";
+  const std::string cast = "(" + idx + ")", vs = std::to_string(v);
+  std::string s = kernel_head(g, name);
+  s += "  const " + idx + " vectors = " + cast + "(n / " + vs + ");\n";
+  s += "  for (" + idx + " q = " + cast +
+       "blockIdx.x * blockDim.x + threadIdx.x; q < vectors; q += " + cast +
+       "gridDim.x * blockDim.x) {\n";
+  s += "    const " + idx + " i = q * " + vs + ";\n";
+  std::vector<std::string> offsets, elements;
+  for (size_t k = 0; k < g.externals.size(); ++k) offsets.push_back(offset(w, k));
+  s += coordinates(w, offsets, idx);
+  for (size_t k = 0; k < g.externals.size(); ++k) {
+    const ir::Dims& st = w.strides[k];
+    std::string in = "in" + std::to_string(k), x = "a" + std::to_string(k);
+    std::string type = storage_type(g.externals[k].dtype);
+    bool whole = st.back() == 1 &&
+                 std::all_of(st.begin(), st.end() - 1, [&](int64_t t) { return t % v == 0; });
+    if (whole) {
+      s += "    " + type + " " + x + "[" + vs + "];\n";
+      s += "    sg_load_vec<" + type + ", " + vs + ">(" + in + " + (" + offsets[k] + "), " + x +
+           ");\n";
+      elements.push_back(x + "[j]");
+    } else if (st.back() == 0) {
+      s += "    const " + type + " " + x + " = " + in + "[" + offsets[k] + "];\n";
+      elements.push_back(x);
+    } else {
+      elements.push_back(in + "[(" + offsets[k] + ") + j * " + std::to_string(st.back()) + "]");
+    }
+  }
+  std::string out_type = storage_type(g.output.dtype);
+  s += "    " + out_type + " o[" + vs + "];\n";
+  s += "#pragma unroll\n    for (int j = 0; j < " + vs + "; ++j) {\n";
+  s += body(g, elements, "o[j]", "      ");
+  s += "    }\n    sg_store_vec<" + out_type + ", " + vs + ">(out + i, o);\n";
+  return s + "  }\n}\n";
+}
+
+std::string vector_name(const std::string& name) {
+  return name + "_v";
+}
+
+// Grid of at most 32 blocks per multiprocessor (a few waves), grid-stride beyond.
+unsigned grid_for(long long threads, const Context& context) {
+  long long sms = std::max(context.sm_count, 1);
+  return unsigned(std::max(1LL, std::min((threads + kBlock - 1) / kBlock, sms * 32)));
+}
+
+std::string launch_generated(const GeneratedKernel& kernel, unsigned blocks, const LaunchArgs& a,
+                             size_t operands, long long n) {
+  if (!kernel.function) return "the generated kernel " + kernel.name + " was not loaded";
+  std::vector<const void*> pointers(a.inputs, a.inputs + operands);
+  void* out = a.output;
+  long long count = n;
+  std::vector<void*> args;
+  for (const void*& p : pointers) args.push_back(&p);
+  args.push_back(&out);
+  args.push_back(&count);
+  return cuda_error(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.function), dim3(blocks),
+                                     dim3(kBlock), args.data(), 0, a.stream),
+                    "cudaLaunchKernel");
+}
+
+bool all_aligned(const LaunchArgs& a, size_t operands, uintptr_t bytes) {
+  uintptr_t bits = reinterpret_cast<uintptr_t>(a.output);
+  for (size_t k = 0; k < operands; ++k) bits |= reinterpret_cast<uintptr_t>(a.inputs[k]);
+  return bits % bytes == 0;
+}
+
+}  // namespace
+
+bool is_view(Op op) {
+  return op == Op::Permute || op == Op::Slice || op == Op::Pad || op == Op::Reshape ||
+         op == Op::Expand || op == Op::Flip;
+}
+
+bool has_views(const ElementwiseGroup& g) {
+  return std::any_of(g.nodes.begin(), g.nodes.end(),
+                     [](const GroupNode& n) { return is_view(n.op); });
+}
+
+std::string group_source(const ElementwiseGroup& g, const std::string& name) {
+  if (has_views(g)) {
+    ir::Result<ViewPlan> plan = plan_views(g);
+    if (!plan) return "#error " + plan.error() + "\n";
+    std::string s = view_source(g, *plan, 1, name);
+    if (int v = view_vector_width(g, *plan); v > 1)
+      s += view_source(g, *plan, v, vector_name(name));
+    return s;
+  }
+  Walk w = collapse(g.output.shape, g.externals);
+  std::string s = scalar_source(g, w, name);
+  if (int v = vector_width(g, w); v > 1) s += vector_source(g, w, v, vector_name(name));
   return s;
 }
 
 KernelResult make_group_kernel(const ElementwiseGroup& g, Context& context) {
   // Expressions that cannot be generated fail here, at compile time.
   for (const GroupNode& node : g.nodes) {
+    if (is_view(node.op)) continue;
     std::vector<Operand> in;
     for (int k : node.operands)
       in.push_back(
@@ -349,28 +293,31 @@ KernelResult make_group_kernel(const ElementwiseGroup& g, Context& context) {
                                    std::string(ir::info(node.op).ir_name) + "' to " +
                                    std::string(ir::ir_name(node.dtype)) + ": " + e.error());
   }
+  int v = 1;
+  if (has_views(g)) {
+    ir::Result<ViewPlan> plan = plan_views(g);
+    if (!plan) return KernelResult::failure("a fused group with views: " + plan.error());
+    v = view_vector_width(g, *plan);
+  } else {
+    v = vector_width(g, collapse(g.output.shape, g.externals));
+  }
   std::string source = group_source(g, "KERNEL");
   char hash[24];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a(source)));
   std::string name = std::string("sg_ew_") + hash;
-  std::shared_ptr<GeneratedKernel> kernel = context.nvrtc->add(name, group_source(g, name));
-  long long n = g.output.shape.numel().value_or(0);
-  int sms = std::max(context.sm_count, 1);
-  unsigned blocks = unsigned(std::min<long long>((n + kBlock - 1) / kBlock, int64_t(sms) * 32));
-  size_t operands = g.externals.size();
-  LaunchFn launch = [kernel, n, blocks, operands](const LaunchArgs& a) -> std::string {
+  std::shared_ptr<GeneratedKernel> scalar = context.nvrtc->add(name, group_source(g, name));
+  const long long n = g.output.shape.numel().value_or(0);
+  // The vector kernel is in the scalar one's source.
+  std::shared_ptr<GeneratedKernel> vector =
+      v > 1 ? context.nvrtc->add(vector_name(name), "") : nullptr;
+  const unsigned blocks = grid_for(n, context), vector_blocks = grid_for(n / v, context);
+  const size_t operands = g.externals.size();
+  LaunchFn launch = [scalar, vector, n, blocks, vector_blocks,
+                     operands](const LaunchArgs& a) -> std::string {
     if (n == 0) return {};
-    if (!kernel->function) return "the generated kernel " + kernel->name + " was not loaded";
-    std::vector<const void*> pointers(a.inputs, a.inputs + operands);
-    void* out = a.output;
-    long long count = n;
-    std::vector<void*> args;
-    for (const void*& p : pointers) args.push_back(&p);
-    args.push_back(&out);
-    args.push_back(&count);
-    return cuda_error(cudaLaunchKernel(reinterpret_cast<const void*>(kernel->function),
-                                       dim3(blocks), dim3(kBlock), args.data(), 0, a.stream),
-                      "cudaLaunchKernel");
+    if (vector && all_aligned(a, operands, 16))
+      return launch_generated(*vector, vector_blocks, a, operands, n);
+    return launch_generated(*scalar, blocks, a, operands, n);
   };
   return kernel_of(std::move(launch), group_label(g) + " " + name);
 }
@@ -408,14 +355,14 @@ constexpr size_t kParameterBytes = 32000;
 }  // namespace
 
 bool shape_free(const ElementwiseGroup& g) {
-  if (g.output.shape.numel().value_or(0) <= 0) return false;
+  if (g.output.shape.numel().value_or(0) <= 0 || has_views(g)) return false;
   for (const ir::TensorType& e : g.externals)
     if (e.shape.numel().value_or(0) != 1 && !(e.shape == g.output.shape)) return false;
   return true;
 }
 
 std::string shape_free_key(const ElementwiseGroup& g) {
-  std::string key = body(g, shape_free_offsets(g), "in", "out");
+  std::string key = body(g, elements_at(shape_free_offsets(g)), "out[i]");
   for (const ir::TensorType& e : g.externals) key += std::string(ir::ir_name(e.dtype)) + ",";
   return key + std::string(ir::ir_name(g.output.dtype));
 }
@@ -448,7 +395,7 @@ std::string multi_group_source(const ElementwiseGroup& g, size_t members, const 
   s += std::string("  ") + storage_type(g.output.dtype) + "* __restrict__ out = t.e[lo].out;\n";
   s += "  for (long long i = ((long long)blockIdx.x - first) * blockDim.x + threadIdx.x; i < n;\n";
   s += "       i += blocks * blockDim.x) {\n";
-  s += body(g, shape_free_offsets(g), "in", "out");
+  s += body(g, elements_at(shape_free_offsets(g)), "out[i]");
   s += "  }\n}\n";
   return s;
 }

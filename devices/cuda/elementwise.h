@@ -1,8 +1,11 @@
 // Elementwise kernels generated from the IR: one node, or one fusion group
-// of ir::fuse_elementwise, becomes one CUDA kernel whose body is the
-// group's scalar expressions (elementwise_prelude.cuh gives each op's
-// meaning), compiled by NVRTC (nvrtc_cache.h). Every dtype, cast and broadcast is
-// handled, so any group of elementwise nodes fuses.
+// (fusion.h), becomes one CUDA kernel whose body is the group's scalar
+// expressions (elementwise_prelude.cuh gives each op's meaning), compiled by
+// NVRTC (nvrtc_cache.h). Every dtype, cast and broadcast is handled, so any
+// group of elementwise nodes fuses. A group may also hold views (is_view:
+// permute, slice, pad, reshape, expand, flip), whose output element is one
+// operand element or pad's constant: they fuse as index arithmetic
+// (elementwise_views.h), so a chain like slice, permute, cast is one kernel.
 #pragma once
 
 #include <string>
@@ -15,18 +18,30 @@ namespace sexpgpu::cuda {
 
 using GroupNode = cpu::GroupedNode;  // devices/cpu/lower.h: the shared plan's group node
 
-// Nodes in program order, every one of the output's shape; the last one's
-// value is the output. Externals are broadcastable to the output.
+// Whether `op` is a view: each output element is one operand element (or
+// pad's value), so it fuses as an index transformation.
+bool is_view(ir::Op op);
+
+// Nodes in program order; the last one's value is the output. Without
+// views every node has the output's shape and the externals are
+// broadcastable to it; with views, `shapes` holds each node's shape and an
+// elementwise node's operands are broadcastable to its own shape.
 struct ElementwiseGroup {
   std::vector<GroupNode> nodes;
   std::vector<ir::TensorType> externals;
   ir::TensorType output;
+  std::vector<ir::Shape> shapes;  // per node; empty: all the output's shape
 };
+
+// Whether the group holds a view (and then is compiled by elementwise_views.h).
+bool has_views(const ElementwiseGroup& group);
 
 KernelResult make_group_kernel(const ElementwiseGroup& group, Context& context);
 
 // The CUDA source of the group's kernel named `name` (for tests: NVRTC
-// compiles it without a GPU).
+// compiles it without a GPU). Without views it also defines `name`_v, the
+// same kernel over vectors of consecutive elements, when the geometry
+// allows one (launched when every buffer is 16-byte aligned).
 std::string group_source(const ElementwiseGroup& group, const std::string& name);
 
 // Multi-tensor launches (an optimizer's update of every parameter: the same

@@ -58,7 +58,9 @@ __device__ __forceinline__ float sg_round_to_odd_float(double x) {
   return __uint_as_float(__float_as_uint(t) | 1u);
 }
 // The value a bf16/f16 tensor holds after x is written to it, as a float.
-__device__ __forceinline__ float sg_round_bf16(float x) { return sg_from_bf16(sg_to_bf16(x)); }
+__device__ __forceinline__ float sg_round_bf16(float x) {
+  return sg_from_bf16(sg_to_bf16(x));
+}
 __device__ __forceinline__ float sg_round_bf16(double x) {
   return sg_round_bf16(sg_round_to_odd_float(x));
 }
@@ -66,7 +68,9 @@ template <class T>
 __device__ __forceinline__ float sg_round_bf16(T x) {
   return sg_round_bf16(sg_round_to_odd_float((double)x));
 }
-__device__ __forceinline__ float sg_round_f16(float x) { return sg_from_f16(sg_to_f16(x)); }
+__device__ __forceinline__ float sg_round_f16(float x) {
+  return sg_from_f16(sg_to_f16(x));
+}
 __device__ __forceinline__ float sg_round_f16(double x) {
   return sg_round_f16(sg_round_to_odd_float(x));
 }
@@ -182,9 +186,13 @@ __device__ __forceinline__ T sg_int_mod(T a, T b) {
 
 // ---- unary ----
 
-#define SG_FLOAT_FN(name, ffn, dfn)                                  \
-  __device__ __forceinline__ float name(float x) { return ffn(x); }  \
-  __device__ __forceinline__ double name(double x) { return dfn(x); }
+#define SG_FLOAT_FN(name, ffn, dfn)                  \
+  __device__ __forceinline__ float name(float x) {   \
+    return ffn(x);                                   \
+  }                                                  \
+  __device__ __forceinline__ double name(double x) { \
+    return dfn(x);                                   \
+  }
 SG_FLOAT_FN(sg_exp, expf, exp)
 SG_FLOAT_FN(sg_log, logf, log)
 SG_FLOAT_FN(sg_log1p, log1pf, log1p)
@@ -199,8 +207,12 @@ SG_FLOAT_FN(sg_ceil, ceilf, ceil)
 SG_FLOAT_FN(sg_rint, rintf, rint)  // ties to even
 SG_FLOAT_FN(sg_fabs, fabsf, fabs)
 #undef SG_FLOAT_FN
-__device__ __forceinline__ float sg_fmax(float a, float b) { return fmaxf(a, b); }
-__device__ __forceinline__ double sg_fmax(double a, double b) { return fmax(a, b); }
+__device__ __forceinline__ float sg_fmax(float a, float b) {
+  return fmaxf(a, b);
+}
+__device__ __forceinline__ double sg_fmax(double a, double b) {
+  return fmax(a, b);
+}
 
 template <class T>
 __device__ __forceinline__ T sg_rsqrt(T x) {
@@ -276,12 +288,24 @@ template <class T>
 __device__ __forceinline__ T sg_iminimum(T a, T b) {
   return a < b ? a : b;
 }
-__device__ __forceinline__ float sg_pow(float a, float b) { return powf(a, b); }
-__device__ __forceinline__ double sg_pow(double a, double b) { return pow(a, b); }
-__device__ __forceinline__ float sg_atan2(float a, float b) { return atan2f(a, b); }
-__device__ __forceinline__ double sg_atan2(double a, double b) { return atan2(a, b); }
-__device__ __forceinline__ float sg_fmod_raw(float a, float b) { return fmodf(a, b); }
-__device__ __forceinline__ double sg_fmod_raw(double a, double b) { return fmod(a, b); }
+__device__ __forceinline__ float sg_pow(float a, float b) {
+  return powf(a, b);
+}
+__device__ __forceinline__ double sg_pow(double a, double b) {
+  return pow(a, b);
+}
+__device__ __forceinline__ float sg_atan2(float a, float b) {
+  return atan2f(a, b);
+}
+__device__ __forceinline__ double sg_atan2(double a, double b) {
+  return atan2(a, b);
+}
+__device__ __forceinline__ float sg_fmod_raw(float a, float b) {
+  return fmodf(a, b);
+}
+__device__ __forceinline__ double sg_fmod_raw(double a, double b) {
+  return fmod(a, b);
+}
 template <class T>
 __device__ __forceinline__ T sg_fmod(T a, T b) {
   T r = sg_fmod_raw(a, b);
@@ -306,4 +330,61 @@ template <class T>
 __device__ __forceinline__ T sg_clamp(T x, T lo, T hi) {
   T y = x < lo ? lo : x;
   return hi < y ? hi : y;
+}
+
+// ---- vectors of consecutive elements, moved in words of up to 16 bytes
+// (the caller guarantees the alignment) ----
+
+struct __align__(8) sg_word8 {
+  unsigned int x, y;
+};
+struct __align__(16) sg_word16 {
+  unsigned int x, y, z, w;
+};
+template <int BYTES>
+struct sg_word_of;
+template <>
+struct sg_word_of<2> {
+  typedef unsigned short type;
+};
+template <>
+struct sg_word_of<4> {
+  typedef unsigned int type;
+};
+template <>
+struct sg_word_of<8> {
+  typedef sg_word8 type;
+};
+template <>
+struct sg_word_of<16> {
+  typedef sg_word16 type;
+};
+template <class T, int V>
+struct sg_vec {
+  static constexpr int bytes = int(sizeof(T)) * V, word = bytes < 16 ? bytes : 16;
+  typedef typename sg_word_of<word>::type W;
+  union {
+    W w[bytes / word];
+    T t[V];
+  };
+};
+template <class T, int V>
+__device__ __forceinline__ void sg_load_vec(const T* p, T (&t)[V]) {
+  typedef sg_vec<T, V> Vec;
+  Vec v;
+  const typename Vec::W* w = reinterpret_cast<const typename Vec::W*>(p);
+#pragma unroll
+  for (int k = 0; k < Vec::bytes / Vec::word; ++k) v.w[k] = w[k];
+#pragma unroll
+  for (int j = 0; j < V; ++j) t[j] = v.t[j];
+}
+template <class T, int V>
+__device__ __forceinline__ void sg_store_vec(T* p, const T (&t)[V]) {
+  typedef sg_vec<T, V> Vec;
+  Vec v;
+#pragma unroll
+  for (int j = 0; j < V; ++j) v.t[j] = t[j];
+  typename Vec::W* w = reinterpret_cast<typename Vec::W*>(p);
+#pragma unroll
+  for (int k = 0; k < Vec::bytes / Vec::word; ++k) w[k] = v.w[k];
 }

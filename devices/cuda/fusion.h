@@ -1,7 +1,8 @@
 // Which lowered nodes of a CUDA program run as one generated kernel: the
 // fusion groups over the lowered graph (so the casts the lowering inserted
-// fuse too; ir::fuse_elementwise sees only the IR's nodes), and a group's
-// nodes as the ElementwiseGroup that elementwise.h compiles.
+// fuse too; ir::fuse_elementwise sees only the IR's nodes), elementwise
+// nodes and views (elementwise.h, is_view) alike, and a group's nodes as
+// the ElementwiseGroup that elementwise.h compiles.
 #pragma once
 
 #include <optional>
@@ -12,7 +13,7 @@
 
 namespace sexpgpu::cuda {
 
-// A group id per lowered node (-1: not elementwise or not live).
+// A group id per lowered node (-1: neither elementwise nor a view, or not live).
 std::vector<int> fusion_groups(const cpu::Lowered& lowered, const std::vector<bool>& live,
                                const std::vector<bool>& is_output);
 

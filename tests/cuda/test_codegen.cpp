@@ -3,7 +3,7 @@
 // them over: bf16/f16 computed in f32, bool arithmetic in u8), plus a fused
 // group with casts and broadcasting, go through NVRTC in one unit. NVRTC
 // needs no GPU, so this runs in CI; the values are checked on a GPU by the
-// conformance suite.
+// conformance suite. Groups with views: test_views.cpp.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -50,13 +50,20 @@ DType compute(DType d) {
   return d;
 }
 
+ir::Attrs to_bf16_attrs() {
+  ir::Attrs a;
+  a.dtype = DType::BF16;
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("every elementwise op at every dtype generates a kernel NVRTC compiles",
           "[cuda][codegen]") {
   cuda::NvrtcCache cache(90);
   cuda::Context ctx = plan_context(cache);
-  ir::Shape shape{{3, 5}};
+  // Rows of 8: every dtype also gets its vector kernel.
+  ir::Shape shape{{3, 8}};
   int kernels = 0;
   for (size_t o = 0; o < ir::kOpCount; ++o) {
     Op op = Op(o);
@@ -186,4 +193,35 @@ TEST_CASE("shape-free groups of one code make one multi-tensor kernel", "[cuda][
   // Groups of other code are refused.
   groups.push_back(bias);
   CHECK_FALSE(cuda::make_multi_group_kernel(groups, ctx));
+}
+
+TEST_CASE("contiguous groups load and store vectors of 16 bytes", "[cuda][codegen]") {
+  // GPT-2's bias add: f32 [16,1024,768] + f32 [768] and its bf16 cast.
+  ir::Attrs none, to_bf16 = to_bf16_attrs();
+  ir::TensorType x{DType::F32, ir::Shape{{16, 1024, 768}}}, b{DType::F32, ir::Shape{{768}}};
+  cuda::ElementwiseGroup g{
+      {{Op::Add, none, DType::F32, {-1, -2}}, {Op::Cast, to_bf16, DType::BF16, {0}}},
+      {x, b},
+      ir::TensorType{DType::BF16, x.shape}};
+  std::string source = cuda::group_source(g, "bias");
+  INFO(source);
+  CHECK(source.find("bias_v(") != std::string::npos);
+  CHECK(source.find("sg_load_vec<float, 8>(in0") != std::string::npos);
+  CHECK(source.find("sg_load_vec<float, 8>(in1") != std::string::npos);  // the row of biases
+  CHECK(source.find("sg_store_vec<unsigned short, 8>") != std::string::npos);
+  CHECK(source.find("for (int i") != std::string::npos);  // 32-bit indices
+  // An inner axis of odd length: elements one at a time.
+  cuda::ElementwiseGroup odd = g;
+  odd.externals = {ir::TensorType{DType::F32, ir::Shape{{5, 7}}},
+                   ir::TensorType{DType::F32, ir::Shape{{7}}}};
+  odd.output = ir::TensorType{DType::BF16, ir::Shape{{5, 7}}};
+  CHECK(cuda::group_source(odd, "odd").find("odd_v") == std::string::npos);
+
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = plan_context(cache);
+  REQUIRE(cuda::make_group_kernel(g, ctx));
+  REQUIRE(cuda::make_group_kernel(odd, ctx));
+  std::string e = cache.build(false);
+  INFO(e);
+  CHECK(e.empty());
 }
