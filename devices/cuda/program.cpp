@@ -437,7 +437,13 @@ std::string CudaProgram::plan(const Lowered& lowered) {
       Slot::Kind kind = slot[size_t(in)].kind;
       bool computed = kind == Slot::Arena || kind == Slot::Output;
       s.producers.push_back(computed ? int64_t(step_of[root[size_t(in)]]) : -1);
-      s.bytes += double(bytes_of(nodes[size_t(in)].type));
+      // A generated kernel reads each operand element at most once per
+      // result element: through a slice, less than the operand.
+      size_t read = bytes_of(nodes[size_t(in)].type);
+      if (s.group)
+        read = std::min(read, size_t(n.type.shape.numel().value_or(0)) *
+                                  ir::size_bytes(nodes[size_t(in)].type.dtype));
+      s.bytes += double(read);
     }
   }
   for (auto [id, j] : output_copies) {
