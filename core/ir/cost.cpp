@@ -94,6 +94,7 @@ double node_flops(const Function& fn, const Node& n) {
     case Rule::CrossEntropy: return 5 * input_numel(fn, n, 0);
     case Rule::CrossEntropyGrad: return 6 * input_numel(fn, n, 0);
     case Rule::LayerNormGrad: return 10 * input_numel(fn, n, 0);
+    case Rule::LayerNormParamGrad: return 8 * input_numel(fn, n, 0);
     case Rule::Norm: return (n.op == Op::LayerNorm ? 7 : 4) * input_numel(fn, n, 0);
     case Rule::Attention:
     case Rule::AttentionGrad: return attention_flops(fn, n);

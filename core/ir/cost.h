@@ -31,6 +31,8 @@
 //                       shift)
 //   layer_norm_grad     10 per element of x: the statistics (3), xhat (2), g
 //                       weight and the two sums (3), the result (2)
+//   layer_norm_param_grad  8 per element of x: the statistics (3), xhat (2),
+//                       g xhat and the two column sums (3)
 //   pools               KH·KW per result element (the grads: per element of g)
 //   index_add           one add per element of g
 //   0 FLOPs             inputs, params, creation (full, constant, arange),

@@ -60,6 +60,7 @@ constexpr bool is_elementwise(Op op) {
     case Rule::AttentionGrad:
     case Rule::CrossEntropyGrad:
     case Rule::LayerNormGrad:
+    case Rule::LayerNormParamGrad:
     case Rule::Conv2d:
     case Rule::Conv2dGrad:
     case Rule::Pool2d:

@@ -123,6 +123,7 @@ Result<Cotangents> vjp(Builder& b, NodeId id, NodeId g, const std::vector<bool>&
     case Op::AttentionGrad:
     case Op::CrossEntropyGrad:
     case Op::LayerNormGrad:
+    case Op::LayerNormParamGrad:
       return Result<Cotangents>::failure("'" + std::string(info(node.op).ir_name) +
                                          "' has no gradient");
   }

@@ -1,7 +1,8 @@
 // Gradient rules of the fused neural ops, written out in primitive IR ops:
 // softmax, log_softmax, cross_entropy (through the fused cross_entropy_grad
 // op; the written-out rule stays for comparison), layer_norm (dx through
-// the fused layer_norm_grad op, likewise), rms_norm, attention (through the
+// the fused layer_norm_grad op, the weight's and bias's through the fused
+// layer_norm_param_grad, likewise), rms_norm, attention (through the
 // fused attention_grad op, or written out with its probabilities
 // recomputed from q and k where a float mask needs its own gradient), and
 // conv2d and the pools through their gradient helpers, which are linear in
@@ -105,9 +106,11 @@ std::pair<NodeId, NodeId> normalised(const Vjp& v) {
 // layer_norm: y = xhat w + b with xhat = (x - mean) rstd; rms_norm: y = xhat
 // w with xhat = x rstd. With gh = g w (the cotangent of xhat), both give
 // dx = rstd (gh - mean(gh) - xhat mean(gh xhat)), less the mean(gh) term for
-// rms_norm, whose xhat is not centred. layer_norm's dx goes through the
-// fused layer_norm_grad below instead; declared here, outside the anonymous
-// namespace, for test_layer_norm_grad.cpp, which compares the two.
+// rms_norm, whose xhat is not centred. layer_norm's gradients go through
+// the fused layer_norm_grad and layer_norm_param_grad below instead;
+// declared here, outside the anonymous namespace, for
+// test_layer_norm_grad.cpp and test_layer_norm_param_grad.cpp, which
+// compare them.
 Cotangents norm_written_out(const Vjp& v);
 Cotangents norm_written_out(const Vjp& v) {
   Emit& e = v.e;
@@ -128,21 +131,36 @@ Cotangents norm_written_out(const Vjp& v) {
 
 namespace {
 
-// layer_norm's dx as one layer_norm_grad node, which a device runs as one
-// pass over each row; the weight's and bias's gradients, reductions over
-// the rows, stay written out.
+// Row `row` of layer_norm_param_grad's [2, C] result as operand `slot`'s
+// cotangent: [C] in that operand's dtype.
+NodeId param_row(const Vjp& v, NodeId sums, int64_t row, size_t slot) {
+  Emit& e = v.e;
+  int64_t C = e.shape(sums)[1];
+  NodeId picked = e.slice(sums, {row, 0}, {row + 1, C}, {1, 1});
+  return e.cast(e.reshape(picked, Shape{C}), e.dtype(v.in(slot)));
+}
+
+// layer_norm's dx as one layer_norm_grad node and the weight's and bias's
+// gradients as one layer_norm_param_grad node, each of which a device runs
+// as one pass over x and g. The bias alone needs only the column sums of g,
+// which do not read x.
 Cotangents norm(const Vjp& v) {
   if (v.node.op != Op::LayerNorm) return norm_written_out(v);
   Emit& e = v.e;
   Cotangents out(v.node.inputs.size());
+  Attrs a;
+  a.eps = norm_eps(v);
   if (v.want(0)) {
-    Attrs a;
-    a.eps = norm_eps(v);
-    NodeId dx = e.op(Op::LayerNormGrad, {v.in_as_result(0), v.in_as_result(1), v.g}, std::move(a));
+    NodeId dx = e.op(Op::LayerNormGrad, {v.in_as_result(0), v.in_as_result(1), v.g}, a);
     out[0] = e.cast(dx, e.dtype(v.in(0)));
   }
-  if (v.want(1)) out[1] = e.unbroadcast(e.mul(v.g, normalised(v).first), e.type(v.in(1)));
-  if (v.want(2)) out[2] = e.unbroadcast(v.g, e.type(v.in(2)));
+  if (v.want(1)) {
+    NodeId sums = e.op(Op::LayerNormParamGrad, {v.in_as_result(0), v.g}, a);
+    out[1] = param_row(v, sums, 0, 1);
+    if (v.want(2)) out[2] = param_row(v, sums, 1, 2);
+  } else if (v.want(2)) {
+    out[2] = e.unbroadcast(v.g, e.type(v.in(2)));
+  }
   return out;
 }
 

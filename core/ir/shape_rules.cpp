@@ -173,6 +173,7 @@ Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const Attrs
     case Rule::AttentionGrad: return rules::attention_grad(op, in, attrs);
     case Rule::CrossEntropyGrad: return rules::cross_entropy_grad(op, in, attrs);
     case Rule::LayerNormGrad: return rules::layer_norm_grad(op, in, attrs);
+    case Rule::LayerNormParamGrad: return rules::layer_norm_param_grad(op, in, attrs);
     case Rule::Conv2d: return rules::conv2d(op, in, attrs);
     case Rule::Conv2dGrad: return rules::conv2d_grad(op, in, attrs);
     case Rule::Pool2d: return rules::pool2d(op, in, attrs);

@@ -41,12 +41,13 @@ R pad(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R flip(Op op, std::span<const TensorType> in, const Attrs& attrs);
 
 // shape_rules_neural.cpp: softmax-like, cross_entropy and its gradient, norms and
-// layer_norm's gradient, attention and its gradient, convolution and pooling with
+// layer_norm's gradients, attention and its gradient, convolution and pooling with
 // their gradient helpers.
 R axis_same_float(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R cross_entropy(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R norm(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R layer_norm_grad(Op op, std::span<const TensorType> in, const Attrs& attrs);
+R layer_norm_param_grad(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R attention(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R attention_grad(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R cross_entropy_grad(Op op, std::span<const TensorType> in, const Attrs& attrs);

@@ -1,8 +1,8 @@
 // Shape and dtype rules of the neural ops (ops.def, "Neural"): softmax and
-// log_softmax, cross_entropy and its gradient, layer_norm (and its gradient
-// with respect to x) and rms_norm, attention, conv2d and the pools, with
-// the gradient helpers of conv and pool, which re-check that their operands
-// are what the forward op would have given.
+// log_softmax, cross_entropy and its gradient, layer_norm (and its gradients
+// with respect to x and to the weight and bias) and rms_norm, attention,
+// conv2d and the pools, with the gradient helpers of conv and pool, which
+// re-check that their operands are what the forward op would have given.
 #include <string>
 #include <tuple>
 
@@ -145,6 +145,16 @@ R layer_norm_grad(Op op, std::span<const TensorType> in, const Attrs&) {
                 "the weight should have the shape " + last.to_string() + " (x's last axis)");
   if (!(g.shape == x.shape)) return fail(op, in, "g should have x's shape " + x.shape.to_string());
   return x;
+}
+
+// layer_norm_param_grad (x, g): as layer_norm_grad, both already in
+// layer_norm's result dtype; one row of C for the weight, one for the bias.
+R layer_norm_param_grad(Op op, std::span<const TensorType> in, const Attrs&) {
+  const TensorType &x = in[0], &g = in[1];
+  if (x.shape.rank() < 1) return fail(op, in, "x needs at least one axis to normalise over");
+  if (!is_float(x.dtype) || g.dtype != x.dtype) return fail(op, in, "x and g need one float dtype");
+  if (!(g.shape == x.shape)) return fail(op, in, "g should have x's shape " + x.shape.to_string());
+  return TensorType{x.dtype, Shape{2, x.shape[x.shape.rank() - 1]}};
 }
 
 R attention(Op op, std::span<const TensorType> in, const Attrs&) {

@@ -72,6 +72,7 @@ Need required_attrs(Op op) {
     case Op::Pad: return {A::pads, A::value};
     case Op::LayerNorm:
     case Op::LayerNormGrad:
+    case Op::LayerNormParamGrad:
     case Op::RmsNorm: return {A::eps};
     case Op::Attention:
     case Op::AttentionGrad: return {A::scale};

@@ -87,6 +87,7 @@ KernelResult make_kernel(const KernelRequest& r) {
     case ir::Op::CrossEntropyGrad:
     case ir::Op::LayerNorm:
     case ir::Op::LayerNormGrad:
+    case ir::Op::LayerNormParamGrad:
     case ir::Op::RmsNorm: return make_nn_kernel(r);
     case ir::Op::Attention:
     case ir::Op::AttentionGrad: return make_attention_kernel(r);

@@ -1,8 +1,8 @@
 // The fused neural kernels over one axis: softmax, log_softmax,
-// cross_entropy and its gradient, layer_norm (and its gradient with
-// respect to x) and rms_norm. Each row is done in one place, numerically
-// stable (the row maximum is subtracted before exp), with sums in f64 and
-// one rounding to the output dtype.
+// cross_entropy and its gradient, layer_norm (and its gradients with
+// respect to x and to the weight and bias) and rms_norm. Each row is done
+// in one place, numerically stable (the row maximum is subtracted before
+// exp), with sums in f64 and one rounding to the output dtype.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -211,6 +211,21 @@ struct CrossEntropyGrad {
   static Kernel make(const KernelRequest& r) { return cross_entropy_grad_kernel<T, I>(r); }
 };
 
+// A row's mean and rstd = 1/sqrt(biased variance + eps) in f64, as
+// norm_kernel computes them; both layer_norm gradients recompute them so.
+struct RowStatistics {
+  double mean, rstd;
+};
+
+template <class T>
+RowStatistics row_statistics(const T* xr, int64_t D, double eps) {
+  double mean = 0, ss = 0;
+  for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
+  mean /= double(D);
+  for (int64_t d = 0; d < D; ++d) ss += (double(xr[d]) - mean) * (double(xr[d]) - mean);
+  return {mean, 1.0 / std::sqrt(ss / double(D) + eps)};
+}
+
 // layer_norm_grad: per row, mean and rstd as norm_kernel computes them, the
 // sums of gh = g w and of gh xhat in f64, then rstd (gh - mean(gh) - xhat
 // mean(gh xhat)), rounded once.
@@ -229,11 +244,8 @@ Kernel layer_norm_grad_kernel(const KernelRequest& r) {
     parallel_range(rows, D * 10, threads, [&](int64_t b, int64_t e) {
       for (int64_t row = b; row < e; ++row) {
         const T *xr = xs + row * D, *gr = gs + row * D;
-        double mean = 0, ss = 0, sum_gh = 0, sum_ghx = 0;
-        for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
-        mean /= double(D);
-        for (int64_t d = 0; d < D; ++d) ss += (double(xr[d]) - mean) * (double(xr[d]) - mean);
-        double rstd = 1.0 / std::sqrt(ss / double(D) + eps);
+        auto [mean, rstd] = row_statistics(xr, D, eps);
+        double sum_gh = 0, sum_ghx = 0;
         for (int64_t d = 0; d < D; ++d) {
           double gh = double(gr[d]) * double(w[d]);
           sum_gh += gh;
@@ -252,6 +264,47 @@ Kernel layer_norm_grad_kernel(const KernelRequest& r) {
   return Kernel{std::move(fn), kernel_label(r.op, r.output.dtype)};
 }
 
+// layer_norm_param_grad: each row's mean and rstd as layer_norm_grad's,
+// then the column sums of g xhat (row 0) and of g (row 1) in f64, rounded
+// once. Threads split the columns, so each sum runs over the rows in order
+// whatever their number.
+template <class T>
+Kernel layer_norm_param_grad_kernel(const KernelRequest& r) {
+  const ir::Shape& x = r.inputs[0].shape;
+  int64_t D = x[x.rank() - 1];
+  int64_t rows = D == 0 ? 0 : numel(x) / D;
+  double eps = r.attrs.eps.value_or(1e-5);
+  int threads = r.threads;
+  KernelFn fn = [=](const void* const* in, void* out) -> std::string {
+    const T* xs = static_cast<const T*>(in[0]);
+    const T* gs = static_cast<const T*>(in[1]);
+    T* o = static_cast<T*>(out);
+    std::vector<RowStatistics> stats(static_cast<size_t>(rows));
+    parallel_range(rows, D * 3, threads, [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row)
+        stats[size_t(row)] = row_statistics(xs + row * D, D, eps);
+    });
+    parallel_range(D, rows * 5, threads, [&](int64_t b, int64_t e) {
+      std::vector<double> weight(size_t(e - b), 0.0), bias(size_t(e - b), 0.0);
+      for (int64_t row = 0; row < rows; ++row) {
+        const T *xr = xs + row * D, *gr = gs + row * D;
+        RowStatistics st = stats[size_t(row)];
+        for (int64_t d = b; d < e; ++d) {
+          double g = double(gr[d]);
+          weight[size_t(d - b)] += g * ((double(xr[d]) - st.mean) * st.rstd);
+          bias[size_t(d - b)] += g;
+        }
+      }
+      for (int64_t d = b; d < e; ++d) {
+        o[d] = T(weight[size_t(d - b)]);
+        o[D + d] = T(bias[size_t(d - b)]);
+      }
+    });
+    return {};
+  };
+  return Kernel{std::move(fn), kernel_label(r.op, r.output.dtype)};
+}
+
 template <class T>
 KernelResult nn_for(const KernelRequest& r) {
   switch (r.op) {
@@ -260,6 +313,7 @@ KernelResult nn_for(const KernelRequest& r) {
     case Op::LayerNorm: return norm_kernel<T, true>(r);
     case Op::RmsNorm: return norm_kernel<T, false>(r);
     case Op::LayerNormGrad: return layer_norm_grad_kernel<T>(r);
+    case Op::LayerNormParamGrad: return layer_norm_param_grad_kernel<T>(r);
     case Op::CrossEntropy: return by_targets<T, CrossEntropy>(r);
     case Op::CrossEntropyGrad: return by_targets<T, CrossEntropyGrad>(r);
     default: return no_kernel(r, "not a fused neural op");

@@ -54,6 +54,7 @@ std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& 
     case Rule::Clamp:
     case Rule::Norm:
     case Rule::LayerNormGrad:
+    case Rule::LayerNormParamGrad:
     case Rule::Pool2dGrad: return ComputeSpec{out, all_operands(n)};
     case Rule::Attention: {
       ComputeSpec s{out, {0, 1, 2}};
@@ -88,8 +89,9 @@ DType widened(DType c, Op op, const LowerOptions& options) {
   Rule rule = ir::info(op).rule;
   bool float_only = rule == Rule::AxisSameFloat || rule == Rule::CrossEntropy ||
                     rule == Rule::CrossEntropyGrad || rule == Rule::Norm ||
-                    rule == Rule::LayerNormGrad || rule == Rule::Attention ||
-                    rule == Rule::AttentionGrad || rule == Rule::Pool2d || rule == Rule::Pool2dGrad;
+                    rule == Rule::LayerNormGrad || rule == Rule::LayerNormParamGrad ||
+                    rule == Rule::Attention || rule == Rule::AttentionGrad ||
+                    rule == Rule::Pool2d || rule == Rule::Pool2dGrad;
   if (float_only && !ir::is_float(c)) return DType::F64;  // exact for every i32/u8/u16/bool value
   if (c == DType::Bool) return DType::U8;
   return c;

@@ -87,6 +87,7 @@ KernelResult make_reduce_kernel(const KernelRequest& request);       // kernels_
 KernelResult make_shape_kernel(const KernelRequest& request);        // kernels_shape.cpp
 KernelResult make_matmul_kernel(const KernelRequest& request);       // kernels_matmul.cpp
 KernelResult make_nn_kernel(const KernelRequest& request);           // kernels_nn.cpp
+KernelResult make_norm_param_kernel(const KernelRequest& request);   // kernels_norm_param.cpp
 KernelResult make_attention_kernel(const KernelRequest& request);    // kernels_attention.cpp
 KernelResult make_conv_kernel(const KernelRequest& request);         // kernels_conv.cpp
 KernelResult make_pool_kernel(const KernelRequest& request);         // kernels_pool.cpp

@@ -180,6 +180,7 @@ std::vector<Case> cases_for(Op op) {
     case Op::AttentionGrad:
     case Op::CrossEntropyGrad:
     case Op::LayerNormGrad:
+    case Op::LayerNormParamGrad:
     case Op::Conv2d:
     case Op::Conv2dGradInput:
     case Op::Conv2dGradWeight:

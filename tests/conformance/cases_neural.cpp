@@ -1,6 +1,6 @@
 // Conformance cases of the shape ops (reshape .. flip, with integer ids in
 // range for take and index_add) and the neural ops (softmax, cross_entropy
-// and its gradient, the norms and layer_norm's gradient, attention and its
+// and its gradient, the norms and layer_norm's gradients, attention and its
 // gradient, conv2d and the pools, with their gradient helpers).
 #include <algorithm>
 
@@ -138,6 +138,17 @@ Case layer_norm_grad(std::string label, Shape x) {
           }};
 }
 
+// layer_norm_param_grad of x and g drawn, eps 1e-5; each output sums one
+// term a row, each term with the statistics of its row's dim elements.
+Case layer_norm_param_grad(std::string label, Shape x) {
+  int64_t dim = x[x.rank() - 1], rows = dim == 0 ? 0 : *x.numel() / dim;
+  return {label, Op::LayerNormParamGrad, double(rows + dim), [=](CaseBuilder& c) {
+            Attrs a;
+            a.eps = 1e-5;
+            return c.op(Op::LayerNormParamGrad, {c.input(x), c.input(x, Draw::Unit)}, a);
+          }};
+}
+
 // attention of [1,2,tq,4] queries over [1,2,tk,4] keys and values; mask 0:
 // none, 1: a float mask added, 2: a boolean mask [tq,tk].
 Case attention(std::string label, int64_t tq, int64_t tk, bool causal, int mask) {
@@ -238,6 +249,16 @@ std::vector<Case> neural_cases(Op op) {
       return {layer_norm_grad("", {3, 5}), layer_norm_grad("3-D", {2, 3, 4}),
               layer_norm_grad("rows of 768, as GPT-2's", {3, 768}),
               layer_norm_grad("rows of 9000: a block per row", {2, 9000})};
+    case Op::LayerNormParamGrad:
+      return {layer_norm_param_grad("", {3, 5}),
+              layer_norm_param_grad("3-D", {2, 3, 4}),
+              layer_norm_param_grad("no rows: zeros", {0, 6}),
+              layer_norm_param_grad("rows of 768, as GPT-2's", {64, 768}),
+              layer_norm_param_grad("more rows than a GPU's warps", {2300, 33}),
+              layer_norm_param_grad("rows of 1024: 32 a lane in f32", {5, 1024}),
+              layer_norm_param_grad("rows of 1100: two passes", {4, 1100}),
+              layer_norm_param_grad("two passes, 100 row splits", {300, 1100}),
+              layer_norm_param_grad("rows of 9000", {3, 9000})};
     case Op::RmsNorm:
       return {{"", op, 4, [](CaseBuilder& c) {
                  NodeId x = c.input({2, 3, 4}), w = c.input({4}, Draw::Positive);

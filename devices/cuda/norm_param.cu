@@ -1,0 +1,341 @@
+// The kernels of layer_norm_param_grad (kernels_norm_param.cpp): over all
+// rows of x and g [rows, dim], the column sums of g xhat and of g, each
+// row's mean and rstd = 1/sqrt(biased variance + eps) recomputed from x,
+// two passes over the row as layer_norm_grad's kernels (nn.cu) make them.
+//
+// Rows of up to 32 * kNormParamMaxPerLane* elements take one pass over x
+// and g: a warp does a row at a time, lane l holding elements l, l + 32, ...
+// of x and g in registers, and keeps the sums of its elements' columns
+// over the warp's rows in registers too; the warps of a block add theirs
+// in a fixed tree in shared memory, and the block writes its [2, dim]
+// partial to scratch. Longer rows take two: a warp per row writes mean and
+// rstd to scratch, then a thread per column sums a split of the rows.
+// Either way a last kernel adds the partials in a fixed order: no atomics,
+// and results repeat bit for bit.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "norm_param_launch.h"
+
+namespace sexpgpu::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kRowWarps = 8;  // warps in a block of the row kernels
+constexpr int kRowThreads = kRowWarps * kWarp;
+constexpr int kColumnThreads = 256;       // the two-pass column kernel: a thread per column
+constexpr int kFinishSplit = 8;           // the last kernel: threads adding one column's partials
+constexpr int64_t kMaxSplits = 1024;      // row splits of the two-pass path
+constexpr int64_t kMaxRowBlocks = 65535;  // the statistics kernel strides beyond
+constexpr size_t kScratchAlign = 256;
+
+__device__ float sqrt_of(float x) {
+  return sqrtf(x);
+}
+__device__ double sqrt_of(double x) {
+  return sqrt(x);
+}
+
+// The warp's sum in every lane. A butterfly: both lanes of a pair add the
+// same two values (a + b == b + a), so every lane holds the same bits.
+template <class T>
+__device__ T warp_sum(T v) {
+#pragma unroll
+  for (int d = kWarp / 2; d > 0; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
+  return v;
+}
+
+template <class T>
+struct RowStatistics {
+  T mean, rstd;
+};
+
+// rstd from the lane's sum of squared deviations, in every lane.
+template <class T>
+__device__ T rstd_of(T squares, int64_t dim, T eps) {
+  return T(1) / sqrt_of(warp_sum(squares) / T(dim) + eps);
+}
+
+// Blocks of the one-pass kernel resident on a multiprocessor: two while a
+// lane's registers (x, g and the two sums: 4 * per_lane values) fit in the
+// 128 registers that allows.
+constexpr int one_pass_blocks_per_sm(int per_lane, bool f64) {
+  return per_lane * (f64 ? 2 : 1) <= 24 ? 2 : 1;
+}
+
+// ---------------------------------------------------------------------------
+// One pass
+
+// The warps of a block hand their sums down a fixed tree, warps [h, 2h) to
+// warps [0, h) for h = kRowWarps / 2, ..., 1, so warp 0 ends with the
+// block's. `shared` holds kRowWarps / 2 warps' sums.
+template <class T, int kPerLane>
+__device__ void block_sum(T (&acc)[kPerLane], T* shared) {
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+#pragma unroll
+  for (int h = kRowWarps / 2; h > 0; h /= 2) {
+    if (warp >= h && warp < 2 * h)
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i)
+        shared[((warp - h) * kPerLane + i) * kWarp + lane] = acc[i];
+    __syncthreads();
+    if (warp < h)
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) acc[i] += shared[(warp * kPerLane + i) * kWarp + lane];
+    __syncthreads();
+  }
+}
+
+// Block b's partial sums over rows b * kRowWarps + w + k * gridDim.x *
+// kRowWarps (warp w, k = 0, 1, ...): sum g xhat to partials[b][0][:], sum
+// g to partials[b][1][:].
+template <class T, int kPerLane>
+__global__ void __launch_bounds__(kRowThreads, one_pass_blocks_per_sm(kPerLane, sizeof(T) == 8))
+    one_pass_partials(const T* __restrict__ x, const T* __restrict__ g, int64_t rows, int64_t dim,
+                      T eps, T* __restrict__ partials) {
+  __shared__ T shared[kRowWarps / 2 * kPerLane * kWarp];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  T weight_sum[kPerLane], bias_sum[kPerLane];
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) weight_sum[i] = bias_sum[i] = T(0);
+  const int64_t warps = int64_t(gridDim.x) * kRowWarps;
+  for (int64_t row = int64_t(blockIdx.x) * kRowWarps + warp; row < rows; row += warps) {
+    const T* xr = x + row * dim;
+    const T* gr = g + row * dim;
+    T xv[kPerLane], gv[kPerLane];
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int64_t k = lane + int64_t(i) * kWarp;
+      xv[i] = k < dim ? xr[k] : T(0);
+      gv[i] = k < dim ? gr[k] : T(0);
+    }
+    T sum = 0;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) sum += xv[i];  // 0 past the row
+    const T mean = warp_sum(sum) / T(dim);
+    T squares = 0;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+      if (lane + int64_t(i) * kWarp < dim) squares += (xv[i] - mean) * (xv[i] - mean);
+    const T rstd = rstd_of(squares, dim, eps);
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      weight_sum[i] += gv[i] * ((xv[i] - mean) * rstd);
+      bias_sum[i] += gv[i];
+    }
+  }
+  block_sum(weight_sum, shared);
+  block_sum(bias_sum, shared);
+  if (warp != 0) return;
+  T* p = partials + int64_t(blockIdx.x) * 2 * dim;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int64_t k = lane + int64_t(i) * kWarp;
+    if (k < dim) {
+      p[k] = weight_sum[i];
+      p[dim + k] = bias_sum[i];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Two passes
+
+// stats[row] = (mean, rstd), a warp per row.
+template <class T>
+__global__ void __launch_bounds__(kRowThreads)
+    row_statistics(const T* __restrict__ x, int64_t rows, int64_t dim, T eps,
+                   RowStatistics<T>* __restrict__ stats) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warps = int64_t(gridDim.x) * kRowWarps;
+  for (int64_t row = int64_t(blockIdx.x) * kRowWarps + threadIdx.x / kWarp; row < rows;
+       row += warps) {
+    const T* xr = x + row * dim;
+    T sum = 0;
+    for (int64_t k = lane; k < dim; k += kWarp) sum += xr[k];
+    const T mean = warp_sum(sum) / T(dim);
+    T squares = 0;
+    for (int64_t k = lane; k < dim; k += kWarp) squares += (xr[k] - mean) * (xr[k] - mean);
+    const T rstd = rstd_of(squares, dim, eps);
+    if (lane == 0) stats[row] = {mean, rstd};
+  }
+}
+
+// Split blockIdx.y's rows [y * rows_per_split, ...) summed per column, a
+// thread per column, into partials[y][0][:] (g xhat) and partials[y][1][:]
+// (g).
+template <class T>
+__global__ void __launch_bounds__(kColumnThreads)
+    column_partials(const T* __restrict__ x, const T* __restrict__ g,
+                    const RowStatistics<T>* __restrict__ stats, int64_t rows, int64_t dim,
+                    int64_t rows_per_split, T* __restrict__ partials) {
+  const int64_t k = int64_t(blockIdx.x) * kColumnThreads + threadIdx.x;
+  if (k >= dim) return;
+  const int64_t begin = int64_t(blockIdx.y) * rows_per_split;
+  const int64_t end = begin + rows_per_split < rows ? begin + rows_per_split : rows;
+  T weight_sum = 0, bias_sum = 0;
+  for (int64_t row = begin; row < end; ++row) {
+    const RowStatistics<T> s = stats[row];
+    const T gv = g[row * dim + k];
+    weight_sum += gv * ((x[row * dim + k] - s.mean) * s.rstd);
+    bias_sum += gv;
+  }
+  T* p = partials + int64_t(blockIdx.y) * 2 * dim;
+  p[k] = weight_sum;
+  p[dim + k] = bias_sum;
+}
+
+// ---------------------------------------------------------------------------
+// The last kernel
+
+// out[j] = the sum over p < parts of partials[p][j], j < width: thread
+// (x, y) of a block adds parts y, y + kFinishSplit, ... in order, then
+// thread (x, 0) adds the kFinishSplit sums in order. No parts: zeros.
+template <class T>
+__global__ void __launch_bounds__(kWarp* kFinishSplit)
+    finish_sums(const T* __restrict__ partials, int64_t parts, int64_t width, T* __restrict__ out) {
+  __shared__ T sums[kFinishSplit][kWarp];
+  const int64_t j = int64_t(blockIdx.x) * kWarp + threadIdx.x;
+  T s = 0;
+  if (j < width)
+    for (int64_t p = threadIdx.y; p < parts; p += kFinishSplit) s += partials[p * width + j];
+  sums[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y != 0 || j >= width) return;
+  T total = sums[0][threadIdx.x];
+#pragma unroll
+  for (int y = 1; y < kFinishSplit; ++y) total += sums[y][threadIdx.x];
+  out[j] = total;
+}
+
+// ---------------------------------------------------------------------------
+// Launching
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+size_t align_up(size_t bytes) {
+  return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+}
+
+size_t element_bytes(const NormParamGradParams& p) {
+  return p.f64 ? sizeof(double) : sizeof(float);
+}
+
+// The two-pass path keeps the row statistics ahead of the partials.
+size_t statistics_bytes(const NormParamGradParams& p) {
+  return p.per_lane != 0 ? 0 : align_up(size_t(p.rows) * 2 * element_bytes(p));
+}
+
+template <class T, int kPerLane>
+void launch_one_pass(const NormParamGradParams& p, const T* x, const T* g, T* partials,
+                     cudaStream_t stream) {
+  one_pass_partials<T, kPerLane>
+      <<<unsigned(p.parts), kRowThreads, 0, stream>>>(x, g, p.rows, p.dim, T(p.eps), partials);
+}
+
+// The one-pass kernel for this many elements a lane; f64 stops at
+// kNormParamMaxPerLaneF64, the plan never asks for more.
+template <class T>
+cudaError_t one_pass(const NormParamGradParams& p, const T* x, const T* g, T* partials,
+                     cudaStream_t stream) {
+  constexpr bool kF32 = sizeof(T) == sizeof(float);
+  switch (p.per_lane) {
+    case 8: launch_one_pass<T, 8>(p, x, g, partials, stream); break;
+    case 16: launch_one_pass<T, 16>(p, x, g, partials, stream); break;
+    case 24:
+      if constexpr (kF32) {
+        launch_one_pass<T, 24>(p, x, g, partials, stream);
+        break;
+      } else {
+        return cudaErrorInvalidValue;
+      }
+    case 32:
+      if constexpr (kF32) {
+        launch_one_pass<T, 32>(p, x, g, partials, stream);
+        break;
+      } else {
+        return cudaErrorInvalidValue;
+      }
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t two_pass(const NormParamGradParams& p, const T* x, const T* g, void* scratch,
+                     T* partials, cudaStream_t stream) {
+  auto* stats = static_cast<RowStatistics<T>*>(scratch);
+  const int64_t row_blocks = ceil_div(p.rows, kRowWarps);
+  row_statistics<T><<<unsigned(row_blocks < kMaxRowBlocks ? row_blocks : kMaxRowBlocks),
+                      kRowThreads, 0, stream>>>(x, p.rows, p.dim, T(p.eps), stats);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  dim3 grid(unsigned(ceil_div(p.dim, kColumnThreads)), unsigned(p.parts));
+  column_partials<T>
+      <<<grid, kColumnThreads, 0, stream>>>(x, g, stats, p.rows, p.dim, p.rows_per_part, partials);
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_typed(const NormParamGradParams& p, const void* x, const void* g, void* out,
+                         void* scratch, cudaStream_t stream) {
+  const T* xs = static_cast<const T*>(x);
+  const T* gs = static_cast<const T*>(g);
+  T* partials = reinterpret_cast<T*>(static_cast<char*>(scratch) + statistics_bytes(p));
+  if (p.parts > 0) {
+    cudaError_t e = p.per_lane != 0 ? one_pass<T>(p, xs, gs, partials, stream)
+                                    : two_pass<T>(p, xs, gs, scratch, partials, stream);
+    if (e != cudaSuccess) return e;
+  }
+  const int64_t width = 2 * p.dim;
+  finish_sums<T><<<unsigned(ceil_div(width, kWarp)), dim3(kWarp, kFinishSplit), 0, stream>>>(
+      partials, p.parts, width, static_cast<T*>(out));
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+NormParamGradParams plan_norm_param_grad(bool f64, int64_t rows, int64_t dim, double eps,
+                                         int sm_count) {
+  NormParamGradParams p;
+  p.f64 = f64;
+  p.rows = rows;
+  p.dim = dim;
+  p.eps = eps;
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const int64_t lanes = ceil_div(dim, kWarp);
+  const int most = f64 ? kNormParamMaxPerLaneF64 : kNormParamMaxPerLaneF32;
+  if (lanes <= most) {
+    p.per_lane = int(ceil_div(lanes, 8) * 8);
+    if (p.per_lane == 0) p.per_lane = 8;
+    const int64_t resident = one_pass_blocks_per_sm(p.per_lane, f64) * sms;
+    const int64_t needed = ceil_div(rows, kRowWarps);
+    p.parts = needed < resident ? needed : resident;
+    return p;
+  }
+  // Two passes: about four blocks a multiprocessor over the column blocks
+  // and the row splits.
+  const int64_t column_blocks = ceil_div(dim, kColumnThreads);
+  int64_t splits = ceil_div(4 * sms, column_blocks);
+  if (splits > kMaxSplits) splits = kMaxSplits;
+  if (splits > rows) splits = rows;
+  if (splits > 0) {
+    p.rows_per_part = ceil_div(rows, splits);
+    p.parts = ceil_div(rows, p.rows_per_part);
+  }
+  return p;
+}
+
+size_t norm_param_grad_scratch_bytes(const NormParamGradParams& p) {
+  return statistics_bytes(p) + size_t(p.parts) * 2 * size_t(p.dim) * element_bytes(p);
+}
+
+cudaError_t launch_norm_param_grad(const NormParamGradParams& p, const void* x, const void* g,
+                                   void* out, void* scratch, cudaStream_t stream) {
+  return p.f64 ? launch_typed<double>(p, x, g, out, scratch, stream)
+               : launch_typed<float>(p, x, g, out, scratch, stream);
+}
+
+}  // namespace sexpgpu::cuda
