@@ -67,10 +67,11 @@ struct KernelRequest {
   // matmul: operand i is stored with its last two axes swapped (a permute
   // folded into the transpose flag, devices/cpu/lower.h fold_transposes).
   std::array<bool, 2> transposed{};
-  // attention: also write the row statistics (the log-sum-exp) that the
-  // attention_grad of the same operands reads, instead of recomputing them;
-  // attention_grad: read them (asked only when its forward's kernel writes
-  // them: Kernel::link_bytes > 0). A kernel that cannot leaves them alone.
+  // attention, cross_entropy: also write the row statistics (the
+  // log-sum-exp) that the gradient node of the same operands reads, instead
+  // of recomputing them; attention_grad, cross_entropy_grad: read them
+  // (asked only when the forward's kernel writes them: Kernel::link_bytes >
+  // 0). A kernel that cannot leaves them alone.
   bool link = false;
 };
 

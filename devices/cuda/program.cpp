@@ -190,22 +190,36 @@ class CudaProgram final : public Program {
   std::unique_ptr<Profile> profile_;  // SEXPGPU_CUDA_PROFILE set
 };
 
-// Per attention_grad node, the attention node computing its `o` from the
-// same q, k, v, mask, scale and causality (-1 elsewhere): the two can share
-// the forward's row statistics (KernelRequest::link).
-std::vector<NodeId> attention_pairs(const Lowered& lowered, const std::vector<bool>& live) {
+// Per gradient node, the forward node whose row statistics it can read
+// instead of recomputing them (KernelRequest::link), -1 elsewhere:
+// attention_grad and the attention computing its `o` from the same q, k, v,
+// mask, scale and causality; cross_entropy_grad and the cross_entropy of the
+// same logits, targets, reduction and ignore_index.
+std::vector<NodeId> linked_forwards(const Lowered& lowered, const std::vector<bool>& live) {
   std::vector<NodeId> forward(lowered.nodes.size(), -1);
   for (size_t i = 0; i < lowered.nodes.size(); ++i) {
     const LoweredNode& grad = lowered.nodes[i];
-    if (!live[i] || grad.op != Op::AttentionGrad) continue;
-    NodeId o = grad.inputs[3];
-    const LoweredNode& f = lowered.nodes[size_t(o)];
-    bool masked = grad.inputs.size() == 6;
-    bool same = f.op == Op::Attention && f.inputs.size() == (masked ? 4u : 3u) &&
-                std::equal(f.inputs.begin(), f.inputs.begin() + 3, grad.inputs.begin()) &&
-                (!masked || f.inputs[3] == grad.inputs[5]) && f.attrs.scale == grad.attrs.scale &&
-                f.attrs.causal == grad.attrs.causal;
-    if (same) forward[i] = o;
+    if (!live[i]) continue;
+    if (grad.op == Op::AttentionGrad) {
+      NodeId o = grad.inputs[3];
+      const LoweredNode& f = lowered.nodes[size_t(o)];
+      bool masked = grad.inputs.size() == 6;
+      bool same = f.op == Op::Attention && f.inputs.size() == (masked ? 4u : 3u) &&
+                  std::equal(f.inputs.begin(), f.inputs.begin() + 3, grad.inputs.begin()) &&
+                  (!masked || f.inputs[3] == grad.inputs[5]) && f.attrs.scale == grad.attrs.scale &&
+                  f.attrs.causal == grad.attrs.causal;
+      if (same) forward[i] = o;
+    } else if (grad.op == Op::CrossEntropyGrad) {
+      for (size_t j = 0; j < i; ++j) {
+        const LoweredNode& f = lowered.nodes[j];
+        if (live[j] && f.op == Op::CrossEntropy && f.inputs[0] == grad.inputs[0] &&
+            f.inputs[1] == grad.inputs[1] && f.attrs.reduction == grad.attrs.reduction &&
+            f.attrs.ignore_index == grad.attrs.ignore_index) {
+          forward[i] = NodeId(j);
+          break;
+        }
+      }
+    }
   }
   return forward;
 }
@@ -288,7 +302,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     fused_at[size_t(members.back())] = {std::move(k).value(), std::move(externals)};
   }
 
-  std::vector<NodeId> linked_forward = attention_pairs(lowered, live);
+  std::vector<NodeId> linked_forward = linked_forwards(lowered, live);
   std::vector<bool> is_linked_forward(count, false);
   for (NodeId f : linked_forward)
     if (f >= 0) is_linked_forward[size_t(f)] = true;
