@@ -5,10 +5,18 @@
 // (stride 0 for a broadcast operand) are one strided-batched call; x [B, T,
 // K] @ w [K, N] folds into one [B*T, K] @ [K, N]; other broadcasts make one
 // call per batch element. The algorithm is chosen once, when the program is
-// prepared on the GPU (the first heuristic answer), so every step runs the
-// same kernels: results repeat bit for bit.
+// prepared on the GPU, so every step runs the same kernels: results repeat
+// bit for bit. Deterministic runs take the heuristic's first answer (the
+// same on every run and machine); other runs time the heuristic's first few
+// answers on scratch operands and keep the fastest, once per distinct
+// product in the process.
 #include <cublasLt.h>
 
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "check.h"
@@ -144,22 +152,184 @@ std::string describe(LtPlan& p, const Geometry& g, DType d, bool ta, bool tb, in
   return {};
 }
 
-std::string choose_algorithm(LtPlan& p, const Context& ctx) {
+// Element counts of one cuBLASLt call's operands (strided batches included):
+// what the timing allocates.
+struct Extents {
+  int64_t a = 0, b = 0, c = 0;  // our A, our B, the result
+};
+
+Extents extents(const Geometry& g, int32_t batch) {
+  int64_t more = batch - 1;
+  return {g.M * g.K + more * g.a_stride, g.K * g.N + more * g.b_stride, batch * g.M * g.N};
+}
+
+cublasStatus_t multiply(const LtPlan& p, const Context& ctx, const cublasLtMatmulAlgo_t& algo,
+                        const void* a, const void* b, void* c, void* workspace,
+                        cudaStream_t stream) {
+  float alpha32 = 1, beta32 = 0;
+  double alpha64 = 1, beta64 = 0;
+  const void* alpha = p.f64 ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = p.f64 ? static_cast<const void*>(&beta64) : &beta32;
+  return cublasLtMatmul(ctx.cublas_lt, p.op, alpha, b, p.a, a, p.b, beta, c, p.c, c, p.c, &algo,
+                        workspace, ctx.cublas_workspace_bytes, stream);
+}
+
+std::string heuristic(const LtPlan& p, const Context& ctx, int wanted,
+                      std::vector<cublasLtMatmulAlgo_t>& algos) {
   cublasLtMatmulPreference_t pref = nullptr;
   SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref));
   size_t workspace = ctx.cublas_workspace_bytes;
   cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(wanted));
   int found = 0;
   if (s == CUBLAS_STATUS_SUCCESS)
-    s = cublasLtMatmulAlgoGetHeuristic(ctx.cublas_lt, p.op, p.a, p.b, p.c, p.c, pref, 1, &result,
-                                       &found);
+    s = cublasLtMatmulAlgoGetHeuristic(ctx.cublas_lt, p.op, p.a, p.b, p.c, p.c, pref, wanted,
+                                       results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (std::string e = cublas_error(s, "cublasLtMatmulAlgoGetHeuristic"); !e.empty()) return e;
-  if (found == 0) return "cuBLASLt has no algorithm for this product";
-  p.algo = result.algo;
+  for (int i = 0; i < found; ++i)
+    if (results[size_t(i)].state == CUBLAS_STATUS_SUCCESS) algos.push_back(results[size_t(i)].algo);
+  if (algos.empty()) return "cuBLASLt has no algorithm for this product";
+  return {};
+}
+
+// What timing the candidates borrows from the GPU, released on every path.
+// It has its own workspace: the device's may be in use by a program still
+// running on another stream.
+struct Bench {
+  void* memory = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  void *a = nullptr, *b = nullptr, *c = nullptr, *workspace = nullptr;
+  ~Bench() {
+    if (stream) cudaStreamSynchronize(stream);
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (stream) cudaStreamDestroy(stream);
+    if (memory) cudaFree(memory);
+    cudaGetLastError();  // a failed allocation must not fail a later launch
+  }
+};
+
+size_t aligned(size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
+
+FillDType fill_dtype(DType d) {
+  switch (d) {
+    case DType::F64: return FillDType::F64;
+    case DType::BF16: return FillDType::BF16;
+    case DType::F16: return FillDType::F16;
+    default: return FillDType::F32;
+  }
+}
+
+bool open_bench(Bench& bench, const Extents& n, DType d, const Context& ctx) {
+  size_t elem = ir::size_bytes(d);
+  size_t a = aligned(size_t(n.a) * elem), b = aligned(size_t(n.b) * elem);
+  size_t c = aligned(size_t(n.c) * elem), w = aligned(ctx.cublas_workspace_bytes);
+  if (cudaMalloc(&bench.memory, a + b + c + w) != cudaSuccess) return false;
+  char* base = static_cast<char*>(bench.memory);
+  bench.a = base;
+  bench.b = base + a;
+  bench.c = base + a + b;
+  bench.workspace = w > 0 ? base + a + b + c : nullptr;
+  return cudaStreamCreateWithFlags(&bench.stream, cudaStreamNonBlocking) == cudaSuccess &&
+         cudaEventCreate(&bench.start) == cudaSuccess &&
+         cudaEventCreate(&bench.stop) == cudaSuccess &&
+         launch_fill_uniform(bench.a, n.a, fill_dtype(d), bench.stream) == cudaSuccess &&
+         launch_fill_uniform(bench.b, n.b, fill_dtype(d), bench.stream) == cudaSuccess;
+}
+
+// Milliseconds per product of `reps` back-to-back launches; none when a
+// launch fails.
+std::optional<float> time_algorithm(const LtPlan& p, const Context& ctx, const Bench& bench,
+                                    const cublasLtMatmulAlgo_t& algo, int reps) {
+  if (cudaEventRecord(bench.start, bench.stream) != cudaSuccess) return std::nullopt;
+  for (int r = 0; r < reps; ++r)
+    if (multiply(p, ctx, algo, bench.a, bench.b, bench.c, bench.workspace, bench.stream) !=
+        CUBLAS_STATUS_SUCCESS)
+      return std::nullopt;
+  float ms = 0;
+  if (cudaEventRecord(bench.stop, bench.stream) != cudaSuccess ||
+      cudaEventSynchronize(bench.stop) != cudaSuccess ||
+      cudaEventElapsedTime(&ms, bench.start, bench.stop) != cudaSuccess)
+    return std::nullopt;
+  return ms / float(reps);
+}
+
+// The timing's bounds: the candidates asked of the heuristic, and the time
+// one product's timed launches may take. Each candidate runs once untimed
+// first, then in two rounds of up to kMaxReps launches, so that clock ramp-up
+// and a noisy launch hit no single candidate; products too long for two
+// rounds in the budget (an LM head, ~2 ms) get one round of one launch.
+constexpr int kCandidates = 8;
+constexpr float kTimedMsPerProduct = 8;
+constexpr int kMaxReps = 4;
+// Below a GFLOP (about a microsecond at the bf16 rate) a product is bound by
+// its launch, whichever algorithm runs: it keeps the heuristic's first.
+constexpr double kMinTunedFlops = 1e9;
+
+// The fastest of `algos` on scratch operands of the product's extents; none
+// when the timing could not run (no memory, a failed launch).
+std::optional<cublasLtMatmulAlgo_t> fastest(const LtPlan& p, const Context& ctx,
+                                            const std::vector<cublasLtMatmulAlgo_t>& algos,
+                                            const Extents& n, DType d) {
+  Bench bench;
+  if (!open_bench(bench, n, d, ctx)) return std::nullopt;
+  std::vector<cublasLtMatmulAlgo_t> usable;
+  for (const cublasLtMatmulAlgo_t& algo : algos)
+    if (multiply(p, ctx, algo, bench.a, bench.b, bench.c, bench.workspace, bench.stream) ==
+        CUBLAS_STATUS_SUCCESS)
+      usable.push_back(algo);
+  if (usable.empty() || cudaStreamSynchronize(bench.stream) != cudaSuccess) return std::nullopt;
+  std::optional<float> probe = time_algorithm(p, ctx, bench, usable.front(), 1);
+  if (!probe) return std::nullopt;
+  float per_round = float(usable.size()) * std::max(*probe, 1e-3f);
+  int rounds = 2 * per_round <= kTimedMsPerProduct ? 2 : 1;
+  int reps = std::clamp(int(kTimedMsPerProduct / (float(rounds) * per_round)), 1, kMaxReps);
+  std::vector<float> best(usable.size(), std::numeric_limits<float>::infinity());
+  for (int round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < usable.size(); ++i) {
+      std::optional<float> ms = time_algorithm(p, ctx, bench, usable[i], reps);
+      if (!ms) return std::nullopt;
+      best[i] = std::min(best[i], *ms);
+    }
+  return usable[size_t(std::min_element(best.begin(), best.end()) - best.begin())];
+}
+
+// The algorithms chosen by timing, per device handle and product
+// description: a model's many products of a few shapes time each once.
+struct TunedCache {
+  std::mutex mutex;
+  std::map<std::string, cublasLtMatmulAlgo_t> chosen;
+};
+
+TunedCache& tuned_cache() {
+  static TunedCache cache;
+  return cache;
+}
+
+// The heuristic's first algorithm, or (non-deterministic runs) the fastest
+// of its first few; a timing that cannot run falls back to the first.
+std::string choose_algorithm(LtPlan& p, const Context& ctx, const Extents& n, DType d, double flops,
+                             const std::string& product) {
+  std::vector<cublasLtMatmulAlgo_t> algos;
+  bool tune = !ctx.deterministic && flops >= kMinTunedFlops;
+  if (std::string e = heuristic(p, ctx, tune ? kCandidates : 1, algos); !e.empty()) return e;
+  p.algo = algos.front();
   p.has_algo = true;
+  if (algos.size() == 1) return {};
+  std::string key = std::to_string(ctx.ordinal) + " " +
+                    std::to_string(reinterpret_cast<uintptr_t>(ctx.cublas_lt)) + " " +
+                    std::to_string(ctx.cublas_workspace_bytes) + " " + product;
+  TunedCache& cache = tuned_cache();
+  std::lock_guard lock(cache.mutex);
+  auto [it, fresh] = cache.chosen.try_emplace(key, algos.front());
+  if (fresh)
+    if (std::optional<cublasLtMatmulAlgo_t> best = fastest(p, ctx, algos, n, d)) it->second = *best;
+  p.algo = it->second;
   return {};
 }
 
@@ -187,10 +357,6 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
       return cuda_error(cudaMemsetAsync(a.output, 0, size_t(out_bytes), a.stream),
                         "cudaMemsetAsync");
     if (!plan->has_algo) return "the matmul was not prepared";
-    float alpha32 = 1, beta32 = 0;
-    double alpha64 = 1, beta64 = 0;
-    const void* alpha = plan->f64 ? static_cast<const void*>(&alpha64) : &alpha32;
-    const void* beta = plan->f64 ? static_cast<const void*>(&beta64) : &beta32;
     auto at = [elem](const void* p, int64_t offset) {
       return static_cast<const char*>(p) + size_t(offset) * elem;
     };
@@ -200,19 +366,22 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
       const void* B = at(a.inputs[1], g.b_offsets[size_t(i)]);
       void* C = static_cast<char*>(a.output) + size_t(i * g.M * g.N) * elem;
       if (std::string e = cublas_error(
-              cublasLtMatmul(ctx->cublas_lt, plan->op, alpha, B, plan->a, A, plan->b, beta, C,
-                             plan->c, C, plan->c, &plan->algo, ctx->cublas_workspace,
-                             ctx->cublas_workspace_bytes, a.stream),
+              multiply(*plan, *ctx, plan->algo, A, B, C, ctx->cublas_workspace, a.stream),
               "cublasLtMatmul");
           !e.empty())
         return e;
     }
     return {};
   };
+  // Everything that selects cuBLASLt's kernels, for the tuned-algorithm cache.
+  std::string product =
+      name + " strides=" + std::to_string(g.a_stride) + "," + std::to_string(g.b_stride);
+  Extents n = extents(g, batch);
+  double flops = 2.0 * double(g.M) * double(g.N) * double(g.K) * batch;
   Kernel k{std::move(launch), std::move(name), 0, plan, {}};
-  k.prepare = [plan, ctx, g]() -> std::string {
+  k.prepare = [plan, ctx, g, n, d, flops, product]() -> std::string {
     if (g.M == 0 || g.N == 0 || g.K == 0) return {};
-    return choose_algorithm(*plan, *ctx);
+    return choose_algorithm(*plan, *ctx, n, d, flops, product);
   };
   return k;
 }

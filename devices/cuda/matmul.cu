@@ -1,5 +1,9 @@
 // Integer matrix products, one thread per output element (matmul_launch.h).
 // Nothing trains in integers; these exist so every dtype matmul accepts runs.
+// Also the operand fill for timing cuBLASLt's algorithms.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "matmul_launch.h"
 
 namespace sexpgpu::cuda {
@@ -26,6 +30,22 @@ __global__ void int_matmul(IntMatmulParams p) {
   }
 }
 
+// A uniform value in [-1, 1) from the element index (a 64-bit mix).
+__device__ float uniform_of(int64_t i) {
+  unsigned long long x = (unsigned long long)i * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return float(x >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+template <class T>
+__global__ void fill_uniform(T* data, int64_t count) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    data[i] = T(uniform_of(i));
+}
+
 }  // namespace
 
 cudaError_t launch_int_matmul(const IntMatmulParams& p, cudaStream_t stream) {
@@ -38,6 +58,28 @@ cudaError_t launch_int_matmul(const IntMatmulParams& p, cudaStream_t stream) {
     case 2: int_matmul<unsigned short><<<grid, 256, 0, stream>>>(p); break;
     case 4: int_matmul<int><<<grid, 256, 0, stream>>>(p); break;
     case 8: int_matmul<long long><<<grid, 256, 0, stream>>>(p); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_fill_uniform(void* data, int64_t count, FillDType dtype, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  int64_t blocks = (count + 255) / 256;
+  dim3 grid(unsigned(blocks < 4096 ? blocks : 4096));
+  switch (dtype) {
+    case FillDType::F32:
+      fill_uniform<<<grid, 256, 0, stream>>>(static_cast<float*>(data), count);
+      break;
+    case FillDType::F64:
+      fill_uniform<<<grid, 256, 0, stream>>>(static_cast<double*>(data), count);
+      break;
+    case FillDType::BF16:
+      fill_uniform<<<grid, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(data), count);
+      break;
+    case FillDType::F16:
+      fill_uniform<<<grid, 256, 0, stream>>>(static_cast<__half*>(data), count);
+      break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();

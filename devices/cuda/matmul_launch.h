@@ -1,5 +1,6 @@
-// Integer matrix products (cuBLASLt multiplies floats only): the plain
-// launch interface of matmul.cu.
+// The plain launch interface of matmul.cu: integer matrix products
+// (cuBLASLt multiplies floats only), and the operand fill that the cuBLASLt
+// algorithm timing (kernels_matmul.cpp) multiplies.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,5 +24,13 @@ struct IntMatmulParams {
 };
 
 cudaError_t launch_int_matmul(const IntMatmulParams& p, cudaStream_t stream);
+
+// Float storage for launch_fill_uniform.
+enum class FillDType : int { F32, F64, BF16, F16 };
+
+// Fills `count` elements with reproducible pseudo-random values in [-1, 1):
+// timing on varied bits draws the power a real operand does (zeros or
+// garbage would time optimistically or hit NaN paths).
+cudaError_t launch_fill_uniform(void* data, int64_t count, FillDType dtype, cudaStream_t stream);
 
 }  // namespace sexpgpu::cuda
