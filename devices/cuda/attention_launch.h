@@ -99,11 +99,11 @@ inline size_t attention_grad_stats_bytes(const AttentionGradParams& p) {
 }
 
 // The kernels: the row statistics (one block per batch*head and tile of
-// queries; on tensor cores the log-sum-exp only when lse is null, then
-// rowsum(g o) by a kernel of its own), dk and dv (one block per batch*head
-// and tile of keys, looping over queries), dq (one block per batch*head and
-// tile of queries, looping over keys); no atomics, so results repeat bit
-// for bit.
+// queries; on tensor cores the log-sum-exp only when lse is null, and
+// rowsum(g o) computed by the dq kernel, which then runs before dk and dv),
+// dk and dv (one block per batch*head and tile of keys, looping over
+// queries), dq (one block per batch*head and tile of queries, looping over
+// keys); no atomics, so results repeat bit for bit.
 struct AttentionGradPlan {
   int64_t largest_grid_y;  // the most tiles of one batch*head any kernel launches
   size_t shared_bytes;     // the most shared memory any of the kernels needs

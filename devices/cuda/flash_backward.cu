@@ -1,7 +1,8 @@
 // attention_grad of bf16/f16 operands on tensor cores (attention_launch.h):
 // the kernels of flash_tensor_grad.h in order on one stream: the log-sum-exp
-// of each query row (unless the forward's is given), rowsum(g o), then dk
-// and dv (a block per tile of keys), then dq (a block per tile of queries).
+// of each query row (unless the forward's is given), then dq (a block per
+// tile of queries, which also leaves rowsum(g o) in the scratch), then dk
+// and dv (a block per tile of keys).
 // Each output element is written by exactly one thread, so there are no
 // atomics and results repeat bit for bit; tiles wholly hidden by causality
 // are never visited.
@@ -25,11 +26,6 @@ template <class Half, class Tile>
 __global__ void __launch_bounds__(flash::kThreads) flash_row_stats(AttentionGradParams p) {
   extern __shared__ __align__(16) unsigned char shared[];
   flash::row_stats_block<Half, Tile>(p, shared);
-}
-
-template <class Half>
-__global__ void __launch_bounds__(flash::kThreads) flash_row_dots(AttentionGradParams p) {
-  flash::row_dots<Half>(p);
 }
 
 template <class Half, class Tile>
@@ -133,20 +129,13 @@ cudaError_t launch_flash_attention_grad(const AttentionGradParams& p, cudaStream
       if (cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
     }
     if (a.tq > 0) {
-      // 4 rows a warp, 16 a block; a grid-stride loop past 2^20 blocks.
-      const int64_t blocks = tiles(a.batch * a.heads * a.tq, 16);
-      flash_row_dots<Half>
-          <<<unsigned(blocks < (1 << 20) ? blocks : 1 << 20), flash::kThreads, 0, stream>>>(p);
+      dim3 grid(heads, unsigned(tiles(a.tq, T::Queries::kRows)));
+      flash_dq<Half, typename T::Queries><<<grid, flash::kThreads, T::kDqBytes, stream>>>(p);
       if (cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
     }
     if (a.tk > 0) {
       dim3 grid(heads, unsigned(tiles(a.tk, T::Keys::kKeys)));
       flash_dkdv<Half, typename T::Keys><<<grid, flash::kThreads, T::kDkdvBytes, stream>>>(p);
-      if (cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
-    }
-    if (a.tq > 0) {
-      dim3 grid(heads, unsigned(tiles(a.tq, T::Queries::kRows)));
-      flash_dq<Half, typename T::Queries><<<grid, flash::kThreads, T::kDqBytes, stream>>>(p);
     }
     return cudaGetLastError();
   });

@@ -278,10 +278,28 @@ __device__ __forceinline__ void to_logits(float (&s)[kM][kN8][4], const Logits<H
       }
 }
 
+// to_logits, except that a tile whose logits are all the dot products times
+// the scale stays as it is: the logit of a dot product x is then x * factor
+// with the factor returned (the scale, else 1), so that a subtraction from
+// the logit takes the multiplication into the same fma.
+template <bool kKeyRows, class Half, int kM, int kN8>
+__device__ __forceinline__ float to_scaled_logits(float (&s)[kM][kN8][4],
+                                                  const Logits<Half>& logits, int64_t row0,
+                                                  int64_t col0) {
+  const bool plain = kKeyRows ? logits.plain(col0, 8 * kN8, row0, 16 * kM)
+                              : logits.plain(row0, 16 * kM, col0, 8 * kN8);
+  if (plain) return logits.scale2;
+  to_logits<kKeyRows>(s, logits, row0, col0);
+  return 1.0f;
+}
+
 // One tile of logits to probabilities in place, updating each row's running
 // maximum and this lane's share of its sum (the 4 lanes of a row hold its
 // columns); rescale[m][h] is what the row's earlier accumulations must be
 // multiplied by. Row h of block m is accumulator elements 2h and 2h+1.
+// (to_scaled_logits's fold, the maximum taken before the scale, would save
+// a multiplication per logit here too, but the forward at d = 64 then
+// spills 108 bytes: ptxas -v.)
 template <int kM, int kN8>
 __device__ __forceinline__ void online_softmax(float (&s)[kM][kN8][4], float (&row_max)[kM][2],
                                                float (&row_sum)[kM][2], float (&rescale)[kM][2]) {

@@ -15,7 +15,7 @@ namespace sexpgpu::cuda::flash {
 // attention_grad's row statistics (float scratch): per query row, the base-2
 // log-sum-exp of its logits (-inf when it sees no key) at [bh*Tq + row]
 // unless the forward's gp.lse is given, and rowsum(g * o) at [B*H*Tq +
-// bh*Tq + row].
+// bh*Tq + row] (written by dq, read by dk/dv after it).
 __device__ __forceinline__ float* row_lse(const AttentionGradParams& gp, int64_t bh) {
   return static_cast<float*>(gp.row_stats) + bh * gp.attention.tq;
 }
@@ -83,46 +83,48 @@ __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
     }
 }
 
-// rowsum(g * o) of every query row of every batch*head: a warp takes 4 rows
-// at a time, 8 lanes a row, each lane its 8-column chunks (16-byte loads
-// when the operands allow) or single columns in a fixed order, then a fixed
-// butterfly over the 8 lanes.
-template <class Half>
-__device__ __forceinline__ void row_dots(const AttentionGradParams& gp) {
+// rowsum(g * o) of the query rows [row0, row0 + 16*kM) of one batch*head,
+// for the warp that owns them in dq: the 2/kM lanes of a row (lane / (2/kM)
+// is its row) sum their 8-column chunks (16-byte loads when the operands
+// allow) or single columns in a fixed order, then add their shares. Each
+// lane returns its row's sum (0 past Tq), and a row's first lane stores it
+// in the scratch for the dk/dv kernel that runs next.
+template <class Half, int kM>
+__device__ __forceinline__ float warp_row_dots(const AttentionGradParams& gp, int64_t bh,
+                                               int64_t row0) {
+  static_assert(kM == 1 || kM == 2, "a warp's 32 lanes share 16 or 32 rows");
+  constexpr int kLanesPerRow = 2 / kM;
   const AttentionParams& p = gp.attention;
-  const int64_t rows = p.batch * p.heads * p.tq, d = p.d;
-  const uint16_t* g = static_cast<const uint16_t*>(gp.g);
-  const uint16_t* o = static_cast<const uint16_t*>(gp.o);
-  float* dot = row_dot(gp, 0);
-  const bool chunks = can_copy_16(d, gp.g, gp.o, gp.o);
-  const int part = lane_id() % 8;
-  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
-  for (int64_t row0 = 4 * (int64_t(blockIdx.x) * (blockDim.x / 32) + warp_id()); row0 < rows;
-       row0 += 4 * warps) {
-    const int64_t row = row0 + lane_id() / 8;
-    float sum = 0;
-    if (row < rows && chunks) {
-      for (int64_t c = 8 * part; c < d; c += 64) {
-        const uint4 gv = *reinterpret_cast<const uint4*>(g + row * d + c);
-        const uint4 ov = *reinterpret_cast<const uint4*>(o + row * d + c);
+  const int64_t d = p.d, row = row0 + lane_id() / kLanesPerRow;
+  const int part = lane_id() % kLanesPerRow;
+  float sum = 0;
+  if (row < p.tq) {
+    const uint16_t* g = static_cast<const uint16_t*>(gp.g) + (bh * p.tq + row) * d;
+    const uint16_t* o = static_cast<const uint16_t*>(gp.o) + (bh * p.tq + row) * d;
+    if (can_copy_16(d, gp.g, gp.o, gp.o)) {
+      for (int64_t c = 8 * part; c < d; c += 8 * kLanesPerRow) {
+        const uint4 gv = *reinterpret_cast<const uint4*>(g + c);
+        const uint4 ov = *reinterpret_cast<const uint4*>(o + c);
         const uint32_t gw[4] = {gv.x, gv.y, gv.z, gv.w}, ow[4] = {ov.x, ov.y, ov.z, ov.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i)
           sum += to_float<Half>(uint16_t(gw[i])) * to_float<Half>(uint16_t(ow[i])) +
                  to_float<Half>(uint16_t(gw[i] >> 16)) * to_float<Half>(uint16_t(ow[i] >> 16));
       }
-    } else if (row < rows) {
-      for (int64_t c = part; c < d; c += 8)
-        sum += to_float<Half>(g[row * d + c]) * to_float<Half>(o[row * d + c]);
+    } else {
+      for (int64_t c = part; c < d; c += kLanesPerRow)
+        sum += to_float<Half>(g[c]) * to_float<Half>(o[c]);
     }
-    for (int mask = 1; mask < 8; mask *= 2) sum += __shfl_xor_sync(0xffffffffu, sum, mask);
-    if (row < rows && part == 0) dot[row] = sum;
   }
+  if (kLanesPerRow == 2) sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  if (row < p.tq && part == 0) row_dot(gp, bh)[row] = sum;
+  return sum;
 }
 
 // One block of dq: queries [q0, q0 + Tile::kRows) of one batch*head against
 // every key they see: p from the log-sum-exp, dp = g v^T, ds = p (dp -
-// rowsum(g o)), dq = ds k * scale. Shared: the queries and their g, then two
+// rowsum(g o)), dq = ds k * scale; rowsum(g o) (warp_row_dots) also goes to
+// the scratch for dk and dv. Shared: the queries and their g, then two
 // buffers of keys and values.
 template <class Half, class Tile>
 __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned char* shared) {
@@ -144,6 +146,7 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
   load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
   load_tile<Tile::kRows, Tile::kD>(gs, g, q0, p.tq, p.d, copy_16);
   QueryFragments<Tile> queries, grads;
+  const float warp_dot = warp_row_dots<Half, kM>(gp, bh, q0 + warp_row0);
   float lse[kM][2], dot[kM][2];  // of this lane's rows
 #pragma unroll
   for (int m = 0; m < kM; ++m)
@@ -151,7 +154,7 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
     for (int h = 0; h < 2; ++h) {
       const int64_t row = q0 + warp_row0 + 16 * m + acc_row(2 * h);
       lse[m][h] = row < p.tq ? lse_for_exp2(lse_rows(gp, bh)[row]) : 0.0f;
-      dot[m][h] = row < p.tq ? row_dot(gp, bh)[row] : 0.0f;
+      dot[m][h] = __shfl_sync(0xffffffffu, warp_dot, (16 * m + acc_row(2 * h)) * (2 / kM));
     }
   float dq[kM][kD8][4] = {};
 
@@ -160,7 +163,7 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
     if (logits.all_hidden(q0 + warp_row0, 16 * kM, k0)) return;  // ds would be all 0
     float s[kM][kK8][4] = {}, ds[kM][kK8][4] = {};
     queries.template times_rows<Half>(s, ks);
-    to_logits<false>(s, logits, q0 + warp_row0, k0);
+    const float factor = to_scaled_logits<false>(s, logits, q0 + warp_row0, k0);
     grads.template times_rows<Half>(ds, vs);
 #pragma unroll
     for (int m = 0; m < kM; ++m)
@@ -168,7 +171,8 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
       for (int n = 0; n < kK8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          ds[m][n][e] = fast_exp2(s[m][n][e] - lse[m][e / 2]) * (ds[m][n][e] - dot[m][e / 2]);
+          ds[m][n][e] =
+              fast_exp2(fmaf(s[m][n][e], factor, -lse[m][e / 2])) * (ds[m][n][e] - dot[m][e / 2]);
     mma_acc_rows<Half, Tile::kStride, kM, kD8, kK8>(dq, ds, ks);
   };
   for_each_key_tile<Tile, true>(gs + Tile::kRows * Tile::kStride, k, v,
@@ -260,6 +264,7 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
   load_tile<Tile::kKeys, Tile::kD>(vs, v, k0, p.tk, p.d, copy_16);
   if (begin < p.tq) load_queries(begin, 0);
   float dk[kM][kD8][4] = {}, dv[kM][kD8][4] = {};
+  const int64_t warp_visible_from = p.causal ? k0 + warp_row0 - (p.tk - p.tq) : 0;
 
   int buffer = 0;
   for (int64_t q0 = begin; q0 < p.tq; q0 += kLoad, buffer ^= 1) {
@@ -276,9 +281,11 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
       const float* lse_s = lse_b + row;
       const float* dot_s = lse_b + kLoad + row;
 
+      // Queries that see none of this warp's keys would add exact zeros.
+      if (q0 + row + Tile::kQueries <= warp_visible_from) continue;
       float pt[kM][kQ8][4] = {}, dst[kM][kQ8][4] = {};
       mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(pt, ks, warp_row0, qs);
-      to_logits<true>(pt, logits, k0 + warp_row0, q0 + row);
+      const float factor = to_scaled_logits<true>(pt, logits, k0 + warp_row0, q0 + row);
 #pragma unroll
       for (int n = 0; n < kQ8; ++n) {
         const float2 lse2 = *reinterpret_cast<const float2*>(lse_s + 8 * n + acc_col(0));
@@ -286,7 +293,7 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
         for (int m = 0; m < kM; ++m)
 #pragma unroll
           for (int e = 0; e < 4; ++e)
-            pt[m][n][e] = fast_exp2(pt[m][n][e] - (e % 2 ? lse2.y : lse2.x));
+            pt[m][n][e] = fast_exp2(fmaf(pt[m][n][e], factor, -(e % 2 ? lse2.y : lse2.x)));
       }
       mma_acc_rows<Half, Tile::kStride, kM, kD8, kQ8>(dv, pt, gs);
       mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(dst, vs, warp_row0, gs);

@@ -193,6 +193,15 @@ inline float __shfl_xor_sync(unsigned mask, float value, int lane_mask) {
   return result;
 }
 
+inline float __shfl_sync(unsigned mask, float value, int source_lane) {
+  if (mask != 0xffffffffu) throw std::logic_error("partial shuffle");
+  float result = 0;
+  host::warp_exchange({float_bits(value)}, [&](const auto& slots) {
+    result = __uint_as_float(unsigned(slots[source_lane % 32][0]));
+  });
+  return result;
+}
+
 namespace sexpgpu::cuda::flash {
 
 struct Bf16 {};

@@ -185,21 +185,19 @@ void run_grad(const Case& c, const AttentionParams& p, const Data<Half>& q, cons
       for (int64_t i = 0; i < bh_n * c.tq; ++i) same &= float_bits(stats[i]) == float_bits(lse[i]);
       check("row statistics' lse == forward's", same ? 0 : 1, 0);
     }
-    host::run_grid({unsigned(tiles(bh_n * c.tq, 16)), 1, 1}, flash::kThreads,
-                   [&] { flash::row_dots<Half>(gp); });
+    {  // dq first: it leaves rowsum(g o) for dk and dv
+      Shared shared(sizeof(uint16_t) * Queries::kStride *
+                    (2 * Queries::kRows + 4 * Queries::kKeysPerLoad));
+      host::run_grid({unsigned(bh_n), unsigned(tiles(c.tq, Queries::kRows)), 1}, flash::kThreads,
+                     [&] { flash::dq_block<Half, Queries>(gp, shared.data()); });
+      if (!shared.guard_intact()) check("dq shared memory overrun", 1, 0);
+    }
     if (c.tk > 0) {
       Shared shared(sizeof(uint16_t) *
                     (2 * size_t(Keys::kKeys) * Keys::kStride + 2 * size_t(Keys::kQueryBuffer)));
       host::run_grid({unsigned(bh_n), unsigned(tiles(c.tk, Keys::kKeys)), 1}, flash::kThreads,
                      [&] { flash::dkdv_block<Half, Keys>(gp, shared.data()); });
       if (!shared.guard_intact()) check("dkdv shared memory overrun", 1, 0);
-    }
-    {
-      Shared shared(sizeof(uint16_t) * Queries::kStride *
-                    (2 * Queries::kRows + 4 * Queries::kKeysPerLoad));
-      host::run_grid({unsigned(bh_n), unsigned(tiles(c.tq, Queries::kRows)), 1}, flash::kThreads,
-                     [&] { flash::dq_block<Half, Queries>(gp, shared.data()); });
-      if (!shared.guard_intact()) check("dq shared memory overrun", 1, 0);
     }
     return grads;
   };
