@@ -24,6 +24,7 @@ bool absorbs_casts(Op op) {
     case Op::CrossEntropyGrad:
     case Op::LayerNorm:
     case Op::LayerNormGrad:
+    case Op::LayerNormParamGrad:
     case Op::Softmax:
     case Op::LogSoftmax: return true;
     default: return false;

@@ -192,12 +192,16 @@ KernelResult cross_entropy_kernel(const KernelRequest& r) {
       return no_kernel(r, "per-row losses of rows with no classes");
   }
   if (!rows_fit(p.rows)) return no_kernel(r, "too many rows for one grid");
+  // Linked to its gradient: each row's softmax state goes to the link.
+  const bool writes_link = r.link && p.rows > 0;
   Kernel k;
-  k.name = name;
+  k.name = name + (writes_link ? " linked" : "");
   k.scratch_bytes = cross_entropy_scratch_bytes(p);
-  k.launch = [p, name](const LaunchArgs& a) {
+  if (writes_link) k.link_bytes = cross_entropy_link_bytes(p.logits, p.rows);
+  k.launch = [p, name, writes_link](const LaunchArgs& a) {
+    void* link = writes_link ? a.link : nullptr;
     return cuda_error(
-        launch_cross_entropy(p, a.inputs[0], a.inputs[1], a.output, a.scratch, a.stream),
+        launch_cross_entropy(p, a.inputs[0], a.inputs[1], a.output, a.scratch, link, a.stream),
         name.c_str());
   };
   return k;
@@ -215,12 +219,16 @@ KernelResult cross_entropy_grad_kernel(const KernelRequest& r) {
                      storage_text({logits}, out);
   if (cpu::numel(r.output.shape) == 0) return empty_kernel(name);
   if (!rows_fit(p.rows)) return no_kernel(r, "too many rows for one grid");
+  // The forward left each row's softmax state in the link (asked only then).
+  const bool reads_link = r.link;
   Kernel k;
-  k.name = name;
+  k.name = name + (reads_link ? " linked" : "");
   k.scratch_bytes = cross_entropy_grad_scratch_bytes(p);
-  k.launch = [p, name](const LaunchArgs& a) {
-    return cuda_error(launch_cross_entropy_grad(p, a.inputs[0], a.inputs[1], a.inputs[2], a.output,
-                                                a.scratch, a.stream),
+  k.reads_link = reads_link;
+  k.launch = [p, name, reads_link](const LaunchArgs& a) {
+    const void* link = reads_link ? a.link : nullptr;
+    return cuda_error(launch_cross_entropy_grad(p, a.inputs[0], a.inputs[1], a.inputs[2], link,
+                                                a.output, a.scratch, a.stream),
                       name.c_str());
   };
   return k;

@@ -75,16 +75,23 @@ struct CrossEntropyParams {
 // up in a fixed order.
 size_t cross_entropy_scratch_bytes(const CrossEntropyParams& params);
 
+// The link from cross_entropy to its cross_entropy_grad (kernel.h): each
+// row's settled softmax state (maximum, sum of exp(x - maximum)), two
+// compute values a row, exactly as the gradient computes it unlinked.
+size_t cross_entropy_link_bytes(Storage logits, int64_t rows);
+
+// link: cross_entropy_link_bytes to write, or null.
 cudaError_t launch_cross_entropy(const CrossEntropyParams& params, const void* logits,
-                                 const void* targets, void* out, void* scratch,
+                                 const void* targets, void* out, void* scratch, void* link,
                                  cudaStream_t stream);
 
 // cross_entropy_grad: logits [rows, classes], targets [rows], g in the
 // compute dtype (one value, or one per row for Reduction::None) -> d loss /
 // d logits [rows, classes] stored as `out`. A group per row reads the row
-// twice (its softmax state, then the output). "mean" first has one block
-// count the rows not ignored into scratch (the row scale g / max(count, 1)),
-// so nothing is added up atomically.
+// once when the forward's link holds its softmax state, else twice (the
+// state, then the output). "mean" first has one block count the rows not
+// ignored into scratch (the row scale g / max(count, 1)), so nothing is
+// added up atomically.
 struct CrossEntropyGradParams {
   Storage logits = Storage::F32, out = Storage::F32;
   TargetType target_type = TargetType::I64;
@@ -96,9 +103,10 @@ struct CrossEntropyGradParams {
 
 size_t cross_entropy_grad_scratch_bytes(const CrossEntropyGradParams& params);
 
+// link: what cross_entropy left there (cross_entropy_link_bytes), or null.
 cudaError_t launch_cross_entropy_grad(const CrossEntropyGradParams& params, const void* logits,
-                                      const void* targets, const void* g, void* out, void* scratch,
-                                      cudaStream_t stream);
+                                      const void* targets, const void* g, const void* link,
+                                      void* out, void* scratch, cudaStream_t stream);
 
 // x [rows, dim] normalised over dim; layer_norm subtracts the mean and adds
 // the bias, rms_norm does neither (bias is null). weight and bias are in

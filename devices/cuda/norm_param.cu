@@ -11,7 +11,10 @@
 // partial to scratch. Longer rows take two: a warp per row writes mean and
 // rstd to scratch, then a thread per column sums a split of the rows.
 // Either way a last kernel adds the partials in a fixed order: no atomics,
-// and results repeat bit for bit.
+// and results repeat bit for bit. x and g stored in bf16 or f16 are
+// widened to f32 as they are loaded, so nothing else differs from f32.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -29,6 +32,20 @@ constexpr int kFinishSplit = 8;           // the last kernel: threads adding one
 constexpr int64_t kMaxSplits = 1024;      // row splits of the two-pass path
 constexpr int64_t kMaxRowBlocks = 65535;  // the statistics kernel strides beyond
 constexpr size_t kScratchAlign = 256;
+
+// A stored value in its compute dtype (half storage: exactly, as f32).
+__device__ float widen(float v) {
+  return v;
+}
+__device__ double widen(double v) {
+  return v;
+}
+__device__ float widen(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+__device__ float widen(__half v) {
+  return __half2float(v);
+}
 
 __device__ float sqrt_of(float x) {
   return sqrtf(x);
@@ -90,9 +107,9 @@ __device__ void block_sum(T (&acc)[kPerLane], T* shared) {
 // Block b's partial sums over rows b * kRowWarps + w + k * gridDim.x *
 // kRowWarps (warp w, k = 0, 1, ...): sum g xhat to partials[b][0][:], sum
 // g to partials[b][1][:].
-template <class T, int kPerLane>
+template <class T, int kPerLane, class X, class G>
 __global__ void __launch_bounds__(kRowThreads, one_pass_blocks_per_sm(kPerLane, sizeof(T) == 8))
-    one_pass_partials(const T* __restrict__ x, const T* __restrict__ g, int64_t rows, int64_t dim,
+    one_pass_partials(const X* __restrict__ x, const G* __restrict__ g, int64_t rows, int64_t dim,
                       T eps, T* __restrict__ partials) {
   __shared__ T shared[kRowWarps / 2 * kPerLane * kWarp];
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
@@ -101,14 +118,14 @@ __global__ void __launch_bounds__(kRowThreads, one_pass_blocks_per_sm(kPerLane, 
   for (int i = 0; i < kPerLane; ++i) weight_sum[i] = bias_sum[i] = T(0);
   const int64_t warps = int64_t(gridDim.x) * kRowWarps;
   for (int64_t row = int64_t(blockIdx.x) * kRowWarps + warp; row < rows; row += warps) {
-    const T* xr = x + row * dim;
-    const T* gr = g + row * dim;
+    const X* xr = x + row * dim;
+    const G* gr = g + row * dim;
     T xv[kPerLane], gv[kPerLane];
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const int64_t k = lane + int64_t(i) * kWarp;
-      xv[i] = k < dim ? xr[k] : T(0);
-      gv[i] = k < dim ? gr[k] : T(0);
+      xv[i] = k < dim ? widen(xr[k]) : T(0);
+      gv[i] = k < dim ? widen(gr[k]) : T(0);
     }
     T sum = 0;
 #pragma unroll
@@ -143,20 +160,23 @@ __global__ void __launch_bounds__(kRowThreads, one_pass_blocks_per_sm(kPerLane, 
 // Two passes
 
 // stats[row] = (mean, rstd), a warp per row.
-template <class T>
+template <class T, class X>
 __global__ void __launch_bounds__(kRowThreads)
-    row_statistics(const T* __restrict__ x, int64_t rows, int64_t dim, T eps,
+    row_statistics(const X* __restrict__ x, int64_t rows, int64_t dim, T eps,
                    RowStatistics<T>* __restrict__ stats) {
   const int lane = threadIdx.x % kWarp;
   const int64_t warps = int64_t(gridDim.x) * kRowWarps;
   for (int64_t row = int64_t(blockIdx.x) * kRowWarps + threadIdx.x / kWarp; row < rows;
        row += warps) {
-    const T* xr = x + row * dim;
+    const X* xr = x + row * dim;
     T sum = 0;
-    for (int64_t k = lane; k < dim; k += kWarp) sum += xr[k];
+    for (int64_t k = lane; k < dim; k += kWarp) sum += widen(xr[k]);
     const T mean = warp_sum(sum) / T(dim);
     T squares = 0;
-    for (int64_t k = lane; k < dim; k += kWarp) squares += (xr[k] - mean) * (xr[k] - mean);
+    for (int64_t k = lane; k < dim; k += kWarp) {
+      const T d = widen(xr[k]) - mean;
+      squares += d * d;
+    }
     const T rstd = rstd_of(squares, dim, eps);
     if (lane == 0) stats[row] = {mean, rstd};
   }
@@ -165,9 +185,9 @@ __global__ void __launch_bounds__(kRowThreads)
 // Split blockIdx.y's rows [y * rows_per_split, ...) summed per column, a
 // thread per column, into partials[y][0][:] (g xhat) and partials[y][1][:]
 // (g).
-template <class T>
+template <class T, class X, class G>
 __global__ void __launch_bounds__(kColumnThreads)
-    column_partials(const T* __restrict__ x, const T* __restrict__ g,
+    column_partials(const X* __restrict__ x, const G* __restrict__ g,
                     const RowStatistics<T>* __restrict__ stats, int64_t rows, int64_t dim,
                     int64_t rows_per_split, T* __restrict__ partials) {
   const int64_t k = int64_t(blockIdx.x) * kColumnThreads + threadIdx.x;
@@ -177,8 +197,8 @@ __global__ void __launch_bounds__(kColumnThreads)
   T weight_sum = 0, bias_sum = 0;
   for (int64_t row = begin; row < end; ++row) {
     const RowStatistics<T> s = stats[row];
-    const T gv = g[row * dim + k];
-    weight_sum += gv * ((x[row * dim + k] - s.mean) * s.rstd);
+    const T gv = widen(g[row * dim + k]);
+    weight_sum += gv * ((widen(x[row * dim + k]) - s.mean) * s.rstd);
     bias_sum += gv;
   }
   T* p = partials + int64_t(blockIdx.y) * 2 * dim;
@@ -229,8 +249,8 @@ size_t statistics_bytes(const NormParamGradParams& p) {
   return p.per_lane != 0 ? 0 : align_up(size_t(p.rows) * 2 * element_bytes(p));
 }
 
-template <class T, int kPerLane>
-void launch_one_pass(const NormParamGradParams& p, const T* x, const T* g, T* partials,
+template <class T, int kPerLane, class X, class G>
+void launch_one_pass(const NormParamGradParams& p, const X* x, const G* g, T* partials,
                      cudaStream_t stream) {
   one_pass_partials<T, kPerLane>
       <<<unsigned(p.parts), kRowThreads, 0, stream>>>(x, g, p.rows, p.dim, T(p.eps), partials);
@@ -238,8 +258,8 @@ void launch_one_pass(const NormParamGradParams& p, const T* x, const T* g, T* pa
 
 // The one-pass kernel for this many elements a lane; f64 stops at
 // kNormParamMaxPerLaneF64, the plan never asks for more.
-template <class T>
-cudaError_t one_pass(const NormParamGradParams& p, const T* x, const T* g, T* partials,
+template <class T, class X, class G>
+cudaError_t one_pass(const NormParamGradParams& p, const X* x, const G* g, T* partials,
                      cudaStream_t stream) {
   constexpr bool kF32 = sizeof(T) == sizeof(float);
   switch (p.per_lane) {
@@ -264,8 +284,8 @@ cudaError_t one_pass(const NormParamGradParams& p, const T* x, const T* g, T* pa
   return cudaGetLastError();
 }
 
-template <class T>
-cudaError_t two_pass(const NormParamGradParams& p, const T* x, const T* g, void* scratch,
+template <class T, class X, class G>
+cudaError_t two_pass(const NormParamGradParams& p, const X* x, const G* g, void* scratch,
                      T* partials, cudaStream_t stream) {
   auto* stats = static_cast<RowStatistics<T>*>(scratch);
   const int64_t row_blocks = ceil_div(p.rows, kRowWarps);
@@ -278,11 +298,12 @@ cudaError_t two_pass(const NormParamGradParams& p, const T* x, const T* g, void*
   return cudaGetLastError();
 }
 
-template <class T>
+// T the compute dtype, X and G how x and g are stored.
+template <class T, class X, class G>
 cudaError_t launch_typed(const NormParamGradParams& p, const void* x, const void* g, void* out,
                          void* scratch, cudaStream_t stream) {
-  const T* xs = static_cast<const T*>(x);
-  const T* gs = static_cast<const T*>(g);
+  const X* xs = static_cast<const X*>(x);
+  const G* gs = static_cast<const G*>(g);
   T* partials = reinterpret_cast<T*>(static_cast<char*>(scratch) + statistics_bytes(p));
   if (p.parts > 0) {
     cudaError_t e = p.per_lane != 0 ? one_pass<T>(p, xs, gs, partials, stream)
@@ -294,6 +315,32 @@ cudaError_t launch_typed(const NormParamGradParams& p, const void* x, const void
       partials, p.parts, width, static_cast<T*>(out));
   return cudaGetLastError();
 }
+
+// Calls f with a value of the C++ type an f32 kernel's operand is stored
+// as; F64 is for f64 kernels only.
+template <class F>
+cudaError_t with_f32_storage(NormParamStorage s, F&& f) {
+  switch (s) {
+    case NormParamStorage::F32: return f(float());
+    case NormParamStorage::BF16: return f(__nv_bfloat16());
+    case NormParamStorage::F16: return f(__half());
+    case NormParamStorage::F64: break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <class A, class B>
+struct SameType {
+  static constexpr bool value = false;
+};
+template <class A>
+struct SameType<A, A> {
+  static constexpr bool value = true;
+};
+
+// bf16 with f16: no kernel is built for it.
+template <class A, class B>
+constexpr bool kMixedHalves = sizeof(A) == 2 && sizeof(B) == 2 && !SameType<A, B>::value;
 
 }  // namespace
 
@@ -334,8 +381,20 @@ size_t norm_param_grad_scratch_bytes(const NormParamGradParams& p) {
 
 cudaError_t launch_norm_param_grad(const NormParamGradParams& p, const void* x, const void* g,
                                    void* out, void* scratch, cudaStream_t stream) {
-  return p.f64 ? launch_typed<double>(p, x, g, out, scratch, stream)
-               : launch_typed<float>(p, x, g, out, scratch, stream);
+  if (p.f64) {
+    if (p.x != NormParamStorage::F64 || p.g != NormParamStorage::F64) return cudaErrorInvalidValue;
+    return launch_typed<double, double, double>(p, x, g, out, scratch, stream);
+  }
+  return with_f32_storage(p.x, [&](auto x_type) {
+    return with_f32_storage(p.g, [&](auto g_type) {
+      using X = decltype(x_type);
+      using G = decltype(g_type);
+      if constexpr (kMixedHalves<X, G>)
+        return cudaErrorInvalidValue;
+      else
+        return launch_typed<float, X, G>(p, x, g, out, scratch, stream);
+    });
+  });
 }
 
 }  // namespace sexpgpu::cuda

@@ -1,6 +1,9 @@
 // The plain interface between layer_norm_param_grad's factory
 // (kernels_norm_param.cpp) and its kernels (norm_param.cu): x and g [rows,
-// dim] -> [2, dim], the column sums of g xhat and of g, in f32 or f64.
+// dim] -> [2, dim], the column sums of g xhat and of g, in f32 or f64. An
+// f32 kernel may read x and g stored in bf16 or f16 (not both in one
+// kernel): exactly their f32 values, so it gives the bits of the f32
+// kernel on operands cast to f32 first.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,8 +19,12 @@ namespace sexpgpu::cuda {
 inline constexpr int kNormParamMaxPerLaneF32 = 32;
 inline constexpr int kNormParamMaxPerLaneF64 = 16;
 
+// How x or g is stored: f64 kernels read F64 only, f32 ones the rest.
+enum class NormParamStorage : int32_t { F32, F64, BF16, F16 };
+
 struct NormParamGradParams {
   bool f64 = false;
+  NormParamStorage x = NormParamStorage::F32, g = NormParamStorage::F32;
   int64_t rows = 0, dim = 0;
   double eps = 1e-5;
   // One pass: each lane's share of a row (8, 16, 24 or 32), 0 for the

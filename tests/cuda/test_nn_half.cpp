@@ -3,17 +3,22 @@
 // softmax and log_softmax read half operands and write half results in
 // place of the casts around their f32 kernels, so each must give exactly
 // the bits of its f32 kernel run on the operands converted to f32, rounded
-// to the result's dtype to nearest even. Which mixes the factory accepts is
-// checked everywhere; the bits need a GPU, and those tests skip without one.
+// to the result's dtype to nearest even. layer_norm_param_grad likewise
+// reads half x and g as their f32 values, and a cross_entropy_grad reading
+// its forward's row statistics from the link gives the bits it computes
+// unlinked. Which mixes the factories accept is checked everywhere; the
+// bits need a GPU, and those tests skip without one.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch.hpp"
@@ -142,9 +147,13 @@ cuda::Context gpu_context() {
   return c;
 }
 
+// The kernel for op (a fused neural op, or layer_norm_param_grad); `link`
+// as KernelRequest::link.
 cuda::KernelResult make(Op op, const ir::Attrs& attrs, const std::vector<ir::TensorType>& inputs,
-                        const ir::TensorType& output, cuda::Context& context) {
-  return cuda::make_nn_kernel(cuda::KernelRequest{op, attrs, inputs, output, context});
+                        const ir::TensorType& output, cuda::Context& context, bool link = false) {
+  cuda::KernelRequest request{op, attrs, inputs, output, context, {}, link};
+  if (op == Op::LayerNormParamGrad) return cuda::make_norm_param_kernel(request);
+  return cuda::make_nn_kernel(request);
 }
 
 void* device_copy(const std::vector<uint8_t>& bytes) {
@@ -154,23 +163,25 @@ void* device_copy(const std::vector<uint8_t>& bytes) {
   return p;
 }
 
-// The kernel for op on `inputs`, run once on the GPU: the output's bytes.
-std::vector<uint8_t> run(cuda::Context& context, Op op, const ir::Attrs& attrs,
-                         const std::vector<Tensor>& inputs, const ir::TensorType& output) {
+std::vector<ir::TensorType> types_of(const std::vector<Tensor>& inputs) {
   std::vector<ir::TensorType> types;
   for (const Tensor& t : inputs) types.push_back(t.type);
-  cuda::KernelResult k = make(op, attrs, types, output, context);
-  INFO("kernel for " << output.to_string());
-  REQUIRE(k.error() == "");
+  return types;
+}
+
+// Kernel k run once on the GPU on `inputs`, with LaunchArgs::link `link`:
+// the output's bytes.
+std::vector<uint8_t> launch_once(const cuda::Kernel& k, const std::vector<Tensor>& inputs,
+                                 const ir::TensorType& output, void* link = nullptr) {
   std::vector<void*> buffers;
   for (const Tensor& t : inputs) buffers.push_back(device_copy(t.bytes));
   size_t out_bytes = size_t(ir::size_bytes(output.dtype));
   for (int64_t d : output.shape.dims()) out_bytes *= size_t(d);
   void* out = device_copy(std::vector<uint8_t>(out_bytes, 0xAB));
   void* scratch = nullptr;
-  if (k->scratch_bytes) REQUIRE(cudaMalloc(&scratch, k->scratch_bytes) == cudaSuccess);
-  if (k->prepare) REQUIRE(k->prepare() == "");
-  REQUIRE(k->launch(cuda::LaunchArgs{buffers.data(), out, scratch, nullptr}) == "");
+  if (k.scratch_bytes) REQUIRE(cudaMalloc(&scratch, k.scratch_bytes) == cudaSuccess);
+  if (k.prepare) REQUIRE(k.prepare() == "");
+  REQUIRE(k.launch(cuda::LaunchArgs{buffers.data(), out, scratch, nullptr, link}) == "");
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   std::vector<uint8_t> result(out_bytes);
   REQUIRE(cudaMemcpy(result.data(), out, out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
@@ -178,6 +189,15 @@ std::vector<uint8_t> run(cuda::Context& context, Op op, const ir::Attrs& attrs,
   cudaFree(out);
   cudaFree(scratch);
   return result;
+}
+
+// The kernel for op on `inputs`, run once on the GPU: the output's bytes.
+std::vector<uint8_t> run(cuda::Context& context, Op op, const ir::Attrs& attrs,
+                         const std::vector<Tensor>& inputs, const ir::TensorType& output) {
+  cuda::KernelResult k = make(op, attrs, types_of(inputs), output, context);
+  INFO("kernel for " << output.to_string());
+  REQUIRE(k.error() == "");
+  return launch_once(*k, inputs, output);
 }
 
 // got (stored as d) holds exactly want (f32) rounded to d; NaN matches NaN.
@@ -200,6 +220,20 @@ void require_rounded(const std::vector<uint8_t>& got, DType d, const std::vector
   INFO(mismatches << " of " << want.size() << " differ, first at " << first << " (f32 kernel "
                   << want[first] << ")");
   CHECK(mismatches == 0);
+}
+
+// got holds exactly want's bytes.
+void require_same_bytes(const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
+  REQUIRE(got.size() == want.size());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < want.size(); ++i) mismatches += got[i] != want[i];
+  INFO(mismatches << " of " << want.size() << " bytes differ");
+  CHECK(mismatches == 0);
+}
+
+// The (x, g) storage mixes of layer_norm_param_grad with half h.
+std::vector<std::pair<DType, DType>> half_mixes(DType h) {
+  return {{h, h}, {h, DType::F32}, {DType::F32, h}};
 }
 
 std::string label(DType a) {
@@ -237,6 +271,33 @@ TEST_CASE("fused neural kernels accept half storage mixes, and only those", "[cu
               t(DType::F32, x), c));
   CHECK(!make(Op::CrossEntropy, attrs, {t(DType::F64, x), t(DType::I64, rows)},
               t(DType::F32, scalar), c));
+  ir::Shape params{{2, 768}};
+  for (DType h : kHalves)
+    for (auto [x_dtype, g_dtype] : half_mixes(h))
+      CHECK(make(Op::LayerNormParamGrad, attrs, {t(x_dtype, x), t(g_dtype, x)},
+                 t(DType::F32, params), c));
+  CHECK(!make(Op::LayerNormParamGrad, attrs, {t(DType::BF16, x), t(DType::F16, x)},
+              t(DType::F32, params), c));
+  CHECK(!make(Op::LayerNormParamGrad, attrs, {t(DType::BF16, x), t(DType::F64, x)},
+              t(DType::F64, params), c));
+}
+
+TEST_CASE("cross_entropy writes the link its gradient reads only when asked", "[cuda][nn]") {
+  cuda::Context c = plan_context();
+  ir::Shape x{{6, 1000}}, rows{{6}}, scalar;
+  auto t = [](DType d, ir::Shape s) { return ir::TensorType{d, std::move(s)}; };
+  ir::Attrs attrs;
+  for (bool link : {false, true}) {
+    cuda::KernelResult f = make(Op::CrossEntropy, attrs, {t(DType::BF16, x), t(DType::I64, rows)},
+                                t(DType::F32, scalar), c, link);
+    REQUIRE(f);
+    CHECK(f->link_bytes == (link ? 6u * 2 * sizeof(float) : 0u));
+    cuda::KernelResult g = make(Op::CrossEntropyGrad, attrs,
+                                {t(DType::BF16, x), t(DType::I64, rows), t(DType::F32, scalar)},
+                                t(DType::BF16, x), c, link);
+    REQUIRE(g);
+    CHECK(g->reads_link == link);
+  }
 }
 
 TEST_CASE("cross_entropy on half logits gives its f32 kernel's bits", "[cuda][nn][gpu]") {
@@ -409,4 +470,84 @@ TEST_CASE("softmax and log_softmax with half storage give their f32 kernel's bit
               require_rounded(mixed, out_dtype, as_floats(f32));
             }
           }
+}
+
+TEST_CASE("cross_entropy_grad linked to its forward gives its unlinked bits", "[cuda][nn][gpu]") {
+  if (std::string why = gpu_missing(); !why.empty()) SG_SKIP_TEST(why);
+  cuda::Context c = gpu_context();
+  std::mt19937 rng(4321);
+  const int64_t rows = 30;
+  const float inf = INFINITY;
+  for (DType d : {DType::F32, DType::BF16})
+    for (int64_t classes : {50304, 1000, 37}) {
+      std::vector<float> logits = random_values(rng, size_t(rows * classes), 3.0f, d);
+      auto row = [&](int64_t r) { return logits.begin() + r * classes; };
+      for (int64_t r = 1; r < rows; r += 7)  // large logits
+        for (auto v = row(r); v != row(r + 1); ++v) *v = representable(*v * 30 + 80, d);
+      std::fill(row(2), row(3), -inf);  // no finite maximum
+      row(4)[classes / 2] = NAN;
+      row(5)[classes - 1] = inf;
+      row(6)[0] = -inf;
+      std::vector<int64_t> targets(static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r)
+        targets[size_t(r)] = r % 4 == 3 ? -100 : (r * 7919) % classes;
+      ir::Shape shape{{rows, classes}};
+      std::vector<Tensor> in{stored(logits, d, shape),
+                             integers(targets, DType::I64, ir::Shape{{rows}})};
+      std::vector<ir::TensorType> types = types_of(in);
+      for (std::string reduction : {"none", "mean", "sum"}) {
+        INFO(label(d) << " classes=" << classes << " " << reduction);
+        ir::Attrs attrs;
+        attrs.ignore_index = -100;
+        attrs.reduction = reduction;
+        ir::Shape per_row = reduction == "none" ? ir::Shape{{rows}} : ir::Shape();
+        ir::TensorType loss{DType::F32, per_row};
+        cuda::KernelResult writer = make(Op::CrossEntropy, attrs, types, loss, c, true);
+        REQUIRE(writer);
+        REQUIRE(writer->link_bytes > 0);
+        void* link = nullptr;
+        REQUIRE(cudaMalloc(&link, writer->link_bytes) == cudaSuccess);
+        std::vector<uint8_t> linked_loss = launch_once(*writer, in, loss, link);
+        require_same_bytes(linked_loss, run(c, Op::CrossEntropy, attrs, in, loss));
+
+        std::vector<Tensor> grad_in = in;
+        grad_in.push_back(
+            stored(random_values(rng, size_t(reduction == "none" ? rows : 1), 1.0f, DType::F32),
+                   DType::F32, per_row));
+        ir::TensorType out{d, shape};
+        cuda::KernelResult reader =
+            make(Op::CrossEntropyGrad, attrs, types_of(grad_in), out, c, true);
+        REQUIRE(reader);
+        REQUIRE(reader->reads_link);
+        std::vector<uint8_t> linked = launch_once(*reader, grad_in, out, link);
+        cudaFree(link);
+        require_same_bytes(linked, run(c, Op::CrossEntropyGrad, attrs, grad_in, out));
+      }
+    }
+}
+
+TEST_CASE("layer_norm_param_grad on half x and g gives its f32 kernel's bits", "[cuda][nn][gpu]") {
+  if (std::string why = gpu_missing(); !why.empty()) SG_SKIP_TEST(why);
+  cuda::Context c = gpu_context();
+  std::mt19937 rng(17);
+  for (DType h : kHalves)
+    for (auto [rows, dim] :
+         std::vector<std::pair<int64_t, int64_t>>{{300, 768}, {40, 100}, {50, 2000}})
+      for (auto [x_dtype, g_dtype] : half_mixes(h)) {
+        INFO(label(x_dtype) << "," << label(g_dtype) << " rows=" << rows << " dim=" << dim);
+        ir::Shape shape{{rows, dim}};
+        std::vector<float> x = random_values(rng, size_t(rows * dim), 2.0f, h);
+        std::vector<float> g = random_values(rng, size_t(rows * dim), 0.5f, h);
+        for (int64_t k = 0; k < dim; ++k)
+          x[size_t(dim + k)] = representable(x[size_t(dim + k)] + 300, h);
+        ir::Attrs attrs;
+        ir::TensorType out{DType::F32, ir::Shape{{2, dim}}};
+        std::vector<uint8_t> mixed =
+            run(c, Op::LayerNormParamGrad, attrs,
+                {stored(x, x_dtype, shape), stored(g, g_dtype, shape)}, out);
+        std::vector<uint8_t> f32 =
+            run(c, Op::LayerNormParamGrad, attrs,
+                {stored(x, DType::F32, shape), stored(g, DType::F32, shape)}, out);
+        require_same_bytes(mixed, f32);
+      }
 }
