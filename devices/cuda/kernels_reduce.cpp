@@ -11,6 +11,8 @@
 //   - anything else: a warp or a block per output through precomputed strides.
 // Chunks' partial results live in scratch and are combined in a fixed order
 // by a second kernel, so every result repeats bit for bit.
+#include "kernels_reduce.h"
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -171,9 +173,9 @@ const char* layout_name(ReduceLayout layout) {
   return "";
 }
 
-}  // namespace
-
-KernelResult make_reduce_kernel(const KernelRequest& r) {
+// The kernel of reduction r; with square_input (a sum of f32 or f64),
+// each element is squared as it is loaded.
+KernelResult make_reduction(const KernelRequest& r, bool square_input) {
   std::optional<ReduceOp> op = reduce_op_of(r.op);
   if (!op) return no_kernel(r, "not a reduction");
   std::optional<ReduceType> type = reduce_type_of(r.inputs[0].dtype);
@@ -190,18 +192,22 @@ KernelResult make_reduce_kernel(const KernelRequest& r) {
     return k;
   }
 
+  if (square_input &&
+      (*op != ReduceOp::Sum || (*type != ReduceType::F32 && *type != ReduceType::F64)))
+    return no_kernel(r, "only a sum of f32 or f64 squares its elements on load");
   ReduceParams p;
   p.op = *op;
   p.type = *type;
+  p.square_input = square_input;
   p.correction = r.attrs.correction.value_or(1);
   // 8 blocks of 256 threads fill a multiprocessor (an H200 has 132).
   int64_t target_blocks = 8 * int64_t(r.context.sm_count > 0 ? r.context.sm_count : 132);
   if (std::string why = plan(runs_of(r.inputs[0].shape, r.attrs), target_blocks, p); !why.empty())
     return no_kernel(r, why);
 
-  std::string name = kernel_label(r.op, r.inputs[0].dtype) + " " + layout_name(p.layout) +
-                     " outputs=" + std::to_string(p.outputs) + " count=" + std::to_string(p.count) +
-                     " splits=" + std::to_string(p.splits);
+  std::string name = kernel_label(r.op, r.inputs[0].dtype) + (square_input ? " of squares " : " ") +
+                     layout_name(p.layout) + " outputs=" + std::to_string(p.outputs) +
+                     " count=" + std::to_string(p.count) + " splits=" + std::to_string(p.splits);
   Kernel k;
   k.name = name;
   k.scratch_bytes = reduce_scratch_bytes(p);
@@ -209,6 +215,16 @@ KernelResult make_reduce_kernel(const KernelRequest& r) {
     return cuda_error(launch_reduce(p, a.inputs[0], a.output, a.scratch, a.stream), name.c_str());
   };
   return k;
+}
+
+}  // namespace
+
+KernelResult make_reduce_kernel(const KernelRequest& r) {
+  return make_reduction(r, false);
+}
+
+KernelResult make_sum_of_squares_kernel(const KernelRequest& r) {
+  return make_reduction(r, true);
 }
 
 }  // namespace sexpgpu::cuda

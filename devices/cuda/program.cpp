@@ -25,6 +25,7 @@
 #include "ir/elementwise.h"
 #include "ir/verify.h"
 #include "kernel.h"
+#include "kernels_reduce.h"
 #include "lower.h"
 #include "memory_plan.h"
 #include "nvrtc_cache.h"
@@ -275,32 +276,36 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   }
 
   // Fusion groups of two or more nodes become one generated kernel each.
-  std::vector<int> group_id = fusion_groups(lowered, live, is_output);
-  std::map<int, std::vector<NodeId>> groups;
-  for (size_t i = 0; i < count; ++i)
-    if (group_id[i] >= 0) groups[group_id[i]].push_back(NodeId(i));
+  GroupPlan grouping = plan_groups(lowered, live, is_output);
+  const std::vector<int>& group_id = grouping.fusion.group;
+  std::map<int, std::vector<NodeId>>& groups = grouping.members;
   std::map<size_t, ElementwiseGroup> group_of_last;  // last node -> its group
-  std::vector<NodeId> absorbed_into(count, -1);
+  // Per node computed inside another node's kernel, the last nodes of the
+  // groups (or the sum) whose kernels compute it; empty: its own step.
+  std::vector<std::vector<NodeId>> computed_at(count);
   std::map<size_t, std::pair<Kernel, ir::NodeIds>> fused_at;  // last node -> (kernel, externals)
-  for (const auto& [group, members] : groups) {
-    if (members.size() < 2) continue;
-    bool usable = std::all_of(members.begin(), members.end(), [&](NodeId id) {
-      return id == members.back() || !is_output[size_t(id)];
-    });
-    ir::NodeIds externals;
-    std::optional<ElementwiseGroup> g =
-        usable ? fused_group(lowered, members, live, group_id, group, externals) : std::nullopt;
-    if (!g) continue;
-    KernelResult k = make_group_kernel(*g, ctx_);
-    group_of_last[size_t(members.back())] = *g;
+  for (auto& [group, fused] : grouping.fused) {
+    const std::vector<NodeId>& members = groups[group];
+    KernelResult k = make_group_kernel(fused.first, ctx_);
     if (!k)
       return node_label(fn_, nodes[size_t(members.back())].origin,
                         nodes[size_t(members.back())].op) +
              ": " + k.error();
+    group_of_last[size_t(members.back())] = std::move(fused.first);
     for (NodeId id : members)
-      if (id != members.back()) absorbed_into[size_t(id)] = members.back();
-    fused_at[size_t(members.back())] = {std::move(k).value(), std::move(externals)};
+      if (id != members.back()) computed_at[size_t(id)].push_back(members.back());
+    fused_at[size_t(members.back())] = {std::move(k).value(), std::move(fused.second)};
   }
+  std::map<size_t, size_t> summed_square =
+      squares_to_sum_on_load(lowered, live, is_output, grouping);
+  for (auto [sum, square] : summed_square) computed_at[square].push_back(NodeId(sum));
+  // What a node's step reads: a fused group's externals, a summed square's operand.
+  auto operands_of = [&](size_t i) -> const ir::NodeIds& {
+    if (auto fused = fused_at.find(i); fused != fused_at.end()) return fused->second.second;
+    if (auto square = summed_square.find(i); square != summed_square.end())
+      return nodes[square->second].inputs;
+    return nodes[i].inputs;
+  };
 
   std::vector<NodeId> linked_forward = linked_forwards(lowered, live);
   std::vector<bool> is_linked_forward(count, false);
@@ -313,7 +318,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   for (size_t i = 0; i < count; ++i) {
     root[i] = i;
     const LoweredNode& n = nodes[i];
-    if (!live[i] || n.op == Op::Input || n.op == Op::Param || absorbed_into[i] >= 0) continue;
+    if (!live[i] || n.op == Op::Input || n.op == Op::Param || !computed_at[i].empty()) continue;
     if (auto fused = fused_at.find(i); fused != fused_at.end()) {
       step_of[i] = steps_.size();
       Step s{fused->second.first, {}, {}, {}, n.origin, n.op, {}};
@@ -326,9 +331,11 @@ std::string CudaProgram::plan(const Lowered& lowered) {
       steps_.push_back(std::move(s));
       continue;
     }
+    auto square = summed_square.find(i);
+    const ir::NodeIds& operands = operands_of(i);
     std::vector<ir::TensorType> in_types;  // as the op sees them: transposed operands swapped back
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      ir::TensorType t = nodes[size_t(n.inputs[k])].type;
+    for (size_t k = 0; k < operands.size(); ++k) {
+      ir::TensorType t = nodes[size_t(operands[k])].type;
       if (k < 2 && n.transposed[k])
         std::swap(t.shape[t.shape.rank() - 2], t.shape[t.shape.rank() - 1]);
       in_types.push_back(std::move(t));
@@ -348,10 +355,10 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     bool is_forward = is_linked_forward[i];
     int64_t writer = linked_forward[i] >= 0 ? link_writer[size_t(linked_forward[i])] : -1;
     bool link = is_forward || (writer >= 0 && steps_[size_t(writer)].kernel.link_bytes > 0);
-    KernelResult k =
-        single
-            ? make_group_kernel(*single, ctx_)
-            : make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, ctx_, n.transposed, link});
+    KernelRequest request{n.op, n.attrs, in_types, n.type, ctx_, n.transposed, link};
+    KernelResult k = single                          ? make_group_kernel(*single, ctx_)
+                     : square != summed_square.end() ? make_sum_of_squares_kernel(request)
+                                                     : make_kernel(request);
     if (!k) return node_label(fn_, n.origin, n.op) + ": " + k.error();
     if (creation(n.op)) {
       slot[i] = Slot{Slot::Constant, constant_bytes_};
@@ -365,6 +372,8 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     steps_.push_back(Step{std::move(k).value(), {}, {}, {}, n.origin, n.op, {}});
     if (writer >= 0 && steps_.back().kernel.reads_link)
       links.push_back({size_t(writer), steps_.size() - 1});
+    if (square != summed_square.end() && nodes[square->second].origin >= 0)
+      steps_.back().members.push_back(nodes[square->second].origin);
     if (n.origin >= 0) steps_.back().members.push_back(n.origin);
     steps_.back().group = std::move(single);
   }
@@ -380,11 +389,13 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   std::vector<int64_t> last_use(count, -1);
   for (size_t i = 0; i < count; ++i) {
     if (!live[i]) continue;
-    NodeId reader = absorbed_into[i] >= 0 ? absorbed_into[i] : NodeId(i);
-    for (NodeId in : nodes[i].inputs) {
-      size_t r = root[size_t(in)];
-      last_use[r] = std::max<int64_t>(last_use[r], int64_t(step_of[size_t(reader)]));
-    }
+    std::vector<NodeId> readers = computed_at[i];
+    if (readers.empty()) readers.push_back(NodeId(i));
+    for (NodeId reader : readers)
+      for (NodeId in : nodes[i].inputs) {
+        size_t r = root[size_t(in)];
+        last_use[r] = std::max<int64_t>(last_use[r], int64_t(step_of[size_t(reader)]));
+      }
   }
   for (auto [id, j] : output_copies) last_use[root[id]] = int64_t(steps_.size() + j);
   // Every buffer of the arena: a node's value, a step's scratch, or a
@@ -396,7 +407,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   };
   std::vector<Buffer> buffers;
   for (size_t i = 0; i < count; ++i) {
-    bool buffer = live[i] && !placed[i] && root[i] == i && absorbed_into[i] < 0;
+    bool buffer = live[i] && !placed[i] && root[i] == i && computed_at[i].empty();
     if (buffer) {
       int64_t first = int64_t(step_of[i]);
       buffers.push_back(
@@ -437,15 +448,14 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   for (size_t i = 0; i < count; ++i) {
     const LoweredNode& n = nodes[i];
     bool has_step = live[i] && root[i] == i && n.op != Op::Input && n.op != Op::Param &&
-                    slot[i].kind != Slot::Constant && absorbed_into[i] < 0;
+                    slot[i].kind != Slot::Constant && computed_at[i].empty();
     if (!has_step) continue;
     Step& s = steps_[step_of[i]];
     s.output = slot[i];
     s.dtype = n.op == Op::MatMul ? nodes[size_t(n.inputs[0])].type.dtype : n.type.dtype;
     s.bytes = double(bytes_of(n.type));
     s.type = n.type;
-    auto fused = fused_at.find(i);
-    for (NodeId in : fused != fused_at.end() ? fused->second.second : n.inputs) {
+    for (NodeId in : operands_of(i)) {
       s.inputs.push_back(slot[size_t(in)]);
       s.input_types.push_back(nodes[size_t(in)].type);
       Slot::Kind kind = slot[size_t(in)].kind;

@@ -11,7 +11,8 @@
 // f32 sum/mean/norm accumulate in f32 (trees keep the error near log K
 // ulps), the other float reductions in f64 as on the CPU; integers wrap;
 // max/min/argmax/argmin treat NaN as the extreme, argmax/argmin pick the
-// first extreme index.
+// first extreme index. A sum may square each element as it loads it
+// (ReduceParams::square_input).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -169,6 +170,20 @@ struct SumOf {
 template <class T>
 struct MeanOf : SumOf<T> {
   __device__ static T finish(T a, Finish f) { return a / T(f.count); }  // 0/0: NaN, as the CPU
+};
+
+// A rounded product, never contracted with the sum into an fma: the same
+// square the elementwise kernel stores.
+__device__ float rounded_square(float x) {
+  return __fmul_rn(x, x);
+}
+__device__ double rounded_square(double x) {
+  return __dmul_rn(x, x);
+}
+
+template <class T>
+struct SumOfSquaresOf : SumOf<T> {
+  __device__ static T lift(T x, int64_t) { return rounded_square(x); }
 };
 
 template <class T>
@@ -498,9 +513,17 @@ cudaError_t launch_op(const ReduceParams& p, const void* input, void* output, vo
   return cudaGetLastError();
 }
 
-// Calls visit(Op{}) with the policy of (op, T); false when T has no such op.
+// Calls visit(Op{}) with the policy of (p.op, T); false when T has no such op.
 template <class T, class Visit>
-bool visit_op(ReduceOp op, Visit&& visit) {
+bool visit_op(const ReduceParams& p, Visit&& visit) {
+  const ReduceOp op = p.op;
+  if constexpr (IsFloat<T>::value) {
+    if (op == ReduceOp::Sum && p.square_input) {
+      visit(SumOfSquaresOf<T>{});
+      return true;
+    }
+  }
+  if (p.square_input) return false;
   switch (op) {
     case ReduceOp::Sum: visit(SumOf<T>{}); return true;
     case ReduceOp::Prod: visit(ProdOf<T>{}); return true;
@@ -526,12 +549,12 @@ bool visit_op(ReduceOp op, Visit&& visit) {
 template <class Visit>
 bool visit_reduce(const ReduceParams& p, Visit&& visit) {
   switch (p.type) {
-    case ReduceType::F32: return visit_op<float>(p.op, visit);
-    case ReduceType::F64: return visit_op<double>(p.op, visit);
-    case ReduceType::I32: return visit_op<int32_t>(p.op, visit);
-    case ReduceType::I64: return visit_op<int64_t>(p.op, visit);
-    case ReduceType::U8: return visit_op<uint8_t>(p.op, visit);
-    case ReduceType::U16: return visit_op<uint16_t>(p.op, visit);
+    case ReduceType::F32: return visit_op<float>(p, visit);
+    case ReduceType::F64: return visit_op<double>(p, visit);
+    case ReduceType::I32: return visit_op<int32_t>(p, visit);
+    case ReduceType::I64: return visit_op<int64_t>(p, visit);
+    case ReduceType::U8: return visit_op<uint8_t>(p, visit);
+    case ReduceType::U16: return visit_op<uint16_t>(p, visit);
   }
   return false;
 }

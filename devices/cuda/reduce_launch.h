@@ -50,6 +50,9 @@ struct ReduceParams {
   int64_t kept_dims[kReduceMaxRuns] = {}, kept_strides[kReduceMaxRuns] = {};
   int64_t reduced_dims[kReduceMaxRuns] = {}, reduced_strides[kReduceMaxRuns] = {};
   int64_t correction = 1;  // var, std
+  // Sum of f32 or f64: each element is squared (rounded) as it is loaded,
+  // so the sum of a square nothing else reads needs no materialised square.
+  bool square_input = false;
   // Rows and Gathered: 32 (a warp per output, 8 outputs per block) or 256
   // (a block per output).
   int threads_per_output = 32;

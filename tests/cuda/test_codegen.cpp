@@ -3,7 +3,8 @@
 // them over: bf16/f16 computed in f32, bool arithmetic in u8), plus a fused
 // group with casts and broadcasting, go through NVRTC in one unit. NVRTC
 // needs no GPU, so this runs in CI; the values are checked on a GPU by the
-// conformance suite. Groups with views: test_views.cpp.
+// conformance suite. Groups with views: test_views.cpp. The fusion plan
+// recomputing a node read by several groups is checked here too.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "catch.hpp"
 #include "context.h"
 #include "elementwise.h"
+#include "fusion.h"
 #include "ir/elementwise.h"
 #include "lower.h"
 #include "nvrtc_cache.h"
@@ -224,4 +226,86 @@ TEST_CASE("contiguous groups load and store vectors of 16 bytes", "[cuda][codege
   std::string e = cache.build(false);
   INFO(e);
   CHECK(e.empty());
+}
+
+TEST_CASE("a cheap node read by several groups is recomputed in each", "[cuda][codegen]") {
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = plan_context(cache);
+  // AdamW's moments of the clipped gradient d = g * coef: m' = m*b + d*b
+  // and v' = v*b + square(d)*b, both function outputs.
+  ir::TensorType t{DType::F32, ir::Shape{{4, 8}}}, scalar{DType::F32, ir::Shape{}};
+  cpu::Lowered lowered;
+  auto add_node = [&](Op op, ir::NodeIds inputs, const ir::TensorType& type) {
+    lowered.nodes.push_back(cpu::LoweredNode{op, inputs, type, {}, -1, {}});
+    return ir::NodeId(lowered.nodes.size() - 1);
+  };
+  ir::NodeId g = add_node(Op::Input, {}, t), coef = add_node(Op::Input, {}, scalar);
+  ir::NodeId m = add_node(Op::Input, {}, t), v = add_node(Op::Input, {}, t);
+  ir::NodeId b = add_node(Op::Input, {}, scalar);
+  ir::NodeId d = add_node(Op::Mul, {g, coef}, t);
+  ir::NodeId m1 = add_node(Op::Mul, {m, b}, t), m2 = add_node(Op::Mul, {d, b}, t);
+  ir::NodeId m_out = add_node(Op::Add, {m1, m2}, t);
+  ir::NodeId sq = add_node(Op::Square, {d}, t);
+  ir::NodeId v1 = add_node(Op::Mul, {v, b}, t), v2 = add_node(Op::Mul, {sq, b}, t);
+  ir::NodeId v_out = add_node(Op::Add, {v1, v2}, t);
+  size_t count = lowered.nodes.size();
+  std::vector<bool> live(count, true), is_output(count, false), keep(count, false);
+  is_output[size_t(m_out)] = is_output[size_t(v_out)] = true;
+
+  cuda::FusionPlan plan = cuda::fusion_groups(lowered, live, is_output, keep);
+  CHECK(plan.group[size_t(d)] == -1);
+  REQUIRE(plan.recomputed_in[size_t(d)].size() == 2);
+  int m_group = plan.group[size_t(m_out)], v_group = plan.group[size_t(v_out)];
+  CHECK(m_group != v_group);
+  CHECK(plan.group[size_t(m2)] == m_group);
+  CHECK(plan.group[size_t(sq)] == v_group);
+  std::vector<ir::NodeId> m_members = {d, m1, m2, m_out}, v_members = {d, sq, v1, v2, v_out};
+  ir::NodeIds externals;
+  std::optional<cuda::ElementwiseGroup> m_fused =
+      cuda::fused_group(lowered, m_members, live, plan, externals);
+  REQUIRE(m_fused);
+  CHECK(std::find(externals.begin(), externals.end(), g) != externals.end());
+  CHECK(std::find(externals.begin(), externals.end(), d) == externals.end());
+  REQUIRE(cuda::fused_group(lowered, v_members, live, plan, externals));
+  // Still shape-free: the parameters' updates stay one multi-tensor launch.
+  REQUIRE(cuda::shape_free(*m_fused));
+  cuda::ElementwiseGroup other = *m_fused;
+  ir::TensorType wide{DType::F32, ir::Shape{{768, 2304}}};
+  other.output = wide;
+  for (ir::TensorType& e : other.externals)
+    if (e.shape == t.shape) e = wide;
+  CHECK(cuda::shape_free_key(other) == cuda::shape_free_key(*m_fused));
+  REQUIRE(cuda::make_multi_group_kernel({*m_fused, other}, ctx));
+  std::string e = cache.build(false);
+  INFO(e);
+  CHECK(e.empty());
+
+  // Kept (its groups could not be one kernel), the node is its own group's last.
+  keep[size_t(d)] = true;
+  cuda::FusionPlan kept = cuda::fusion_groups(lowered, live, is_output, keep);
+  CHECK(kept.recomputed_in[size_t(d)].empty());
+  CHECK(kept.group[size_t(d)] >= 0);
+  CHECK(kept.group[size_t(d)] != kept.group[size_t(m_out)]);
+  CHECK(kept.group[size_t(d)] != kept.group[size_t(v_out)]);
+}
+
+TEST_CASE("a sum of a square nothing else reads squares on load", "[cuda][codegen]") {
+  // The global norm's sum(square(g)); a square also read elsewhere stays.
+  ir::TensorType t{DType::F32, ir::Shape{{4, 8}}}, scalar{DType::F32, ir::Shape{}};
+  cpu::Lowered lowered;
+  auto add_node = [&](Op op, ir::NodeIds inputs, const ir::TensorType& type) {
+    lowered.nodes.push_back(cpu::LoweredNode{op, inputs, type, {}, -1, {}});
+    return ir::NodeId(lowered.nodes.size() - 1);
+  };
+  ir::NodeId g = add_node(Op::Input, {}, t), h = add_node(Op::Input, {}, t);
+  ir::NodeId g2 = add_node(Op::Square, {g}, t), g_sum = add_node(Op::Sum, {g2}, scalar);
+  ir::NodeId h2 = add_node(Op::Square, {h}, t), h_sum = add_node(Op::Sum, {h2}, scalar);
+  ir::NodeId h_neg = add_node(Op::Neg, {h2}, t);
+  size_t count = lowered.nodes.size();
+  std::vector<bool> live(count, true), is_output(count, false);
+  is_output[size_t(g_sum)] = is_output[size_t(h_sum)] = is_output[size_t(h_neg)] = true;
+  cuda::GroupPlan groups = cuda::plan_groups(lowered, live, is_output);
+  std::map<size_t, size_t> summed = cuda::squares_to_sum_on_load(lowered, live, is_output, groups);
+  CHECK(summed.size() == 1);
+  CHECK(summed[size_t(g_sum)] == size_t(g2));
 }
