@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "catch.hpp"
+#include "fused_grad_support.h"
 #include "ir/autodiff.h"
 #include "ir/cost.h"
 #include "ir/grad_rules.h"
@@ -16,8 +16,6 @@
 #include "program.h"
 
 using namespace sexpgpu::ir;
-using sexpgpu::cpu::HostTensor;
-using sexpgpu::cpu::Program;
 
 namespace sexpgpu::ir::grad {
 // The written-out rule, kept in grad_rules_neural.cpp for this comparison.
@@ -26,11 +24,9 @@ Cotangents cross_entropy_written_out(const Vjp& v);
 
 namespace {
 
-using Values = std::vector<double>;
-
-TensorType T(std::string_view text) {
-  return *parse_tensor_type(text);
-}
+using fused_grad::count_from;
+using fused_grad::T;
+using fused_grad::Values;
 
 Attrs ce_attrs(const std::string& reduction, std::optional<int64_t> ignore) {
   Attrs a;
@@ -40,10 +36,7 @@ Attrs ce_attrs(const std::string& reduction, std::optional<int64_t> ignore) {
 }
 
 std::string infer(std::initializer_list<std::string_view> types, const Attrs& a) {
-  std::vector<TensorType> in;
-  for (std::string_view t : types) in.push_back(T(t));
-  Result<TensorType> r = infer_type(Op::CrossEntropyGrad, in, a);
-  return r ? r->to_string() : r.error();
+  return fused_grad::infer(Op::CrossEntropyGrad, types, a);
 }
 
 // A function "f" of logits [rows..., C], targets and g (cross_entropy's
@@ -77,26 +70,11 @@ struct CrossEntropyBackward {
     fn.outputs.push_back({"written_out", *old[0]});
   }
 
-  size_t count_backward(Op op) const {
-    size_t n = 0;
-    for (size_t i = forward_nodes; i < fn.nodes.size(); ++i) n += fn.nodes[i].op == op;
-    return n;
-  }
+  size_t count_backward(Op op) const { return count_from(fn, forward_nodes, op); }
 };
 
 std::vector<Values> run(CrossEntropyBackward& f, const std::vector<Values>& in) {
-  Result<std::shared_ptr<Program>> program = Program::compile(f.module, "f");
-  INFO(program.error());
-  REQUIRE(program.ok());
-  std::vector<HostTensor> tensors;
-  for (size_t i = 0; i < f.fn.inputs.size(); ++i)
-    tensors.push_back(HostTensor::from_doubles(f.fn.type(f.fn.inputs[i]), in[i]));
-  Result<std::vector<HostTensor>> out = (*program)->run(tensors);
-  INFO(out.error());
-  REQUIRE(out.ok());
-  std::vector<Values> values;
-  for (const HostTensor& t : *out) values.push_back(t.to_doubles());
-  return values;
+  return fused_grad::run(f.module, f.fn, in);
 }
 
 void check_near(const Values& got, const Values& want, double tolerance) {

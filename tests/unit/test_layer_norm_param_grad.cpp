@@ -8,7 +8,7 @@
 #include <cmath>
 #include <random>
 
-#include "catch.hpp"
+#include "fused_grad_support.h"
 #include "ir/autodiff.h"
 #include "ir/cost.h"
 #include "ir/grad_rules.h"
@@ -17,8 +17,6 @@
 #include "program.h"
 
 using namespace sexpgpu::ir;
-using sexpgpu::cpu::HostTensor;
-using sexpgpu::cpu::Program;
 
 namespace sexpgpu::ir::grad {
 // The written-out rule, kept in grad_rules_neural.cpp for this comparison.
@@ -27,11 +25,11 @@ Cotangents norm_written_out(const Vjp& v);
 
 namespace {
 
-using Values = std::vector<double>;
-
-TensorType T(std::string_view text) {
-  return *parse_tensor_type(text);
-}
+using fused_grad::count_from;
+using fused_grad::draw;
+using fused_grad::run;
+using fused_grad::T;
+using fused_grad::Values;
 
 Attrs eps_attr(double eps) {
   Attrs a;
@@ -40,10 +38,7 @@ Attrs eps_attr(double eps) {
 }
 
 std::string infer(std::initializer_list<std::string_view> types) {
-  std::vector<TensorType> in;
-  for (std::string_view t : types) in.push_back(T(t));
-  Result<TensorType> r = infer_type(Op::LayerNormParamGrad, in, eps_attr(1e-5));
-  return r ? r->to_string() : r.error();
+  return fused_grad::infer(Op::LayerNormParamGrad, types, eps_attr(1e-5));
 }
 
 // A function "f" of x, weight, bias and g (layer_norm's cotangent) whose
@@ -87,27 +82,8 @@ struct LayerNormBackward {
     return TensorType{x.dtype, Shape{x.shape[x.shape.rank() - 1]}};
   }
 
-  size_t count_backward(Op op) const {
-    size_t n = 0;
-    for (size_t i = forward_nodes; i < fn.nodes.size(); ++i) n += fn.nodes[i].op == op;
-    return n;
-  }
+  size_t count_backward(Op op) const { return count_from(fn, forward_nodes, op); }
 };
-
-std::vector<Values> run(Module& module, const Function& fn, const std::vector<Values>& in) {
-  Result<std::shared_ptr<Program>> program = Program::compile(module, fn.name);
-  INFO(program.error());
-  REQUIRE(program.ok());
-  std::vector<HostTensor> tensors;
-  for (size_t i = 0; i < fn.inputs.size(); ++i)
-    tensors.push_back(HostTensor::from_doubles(fn.type(fn.inputs[i]), in[i]));
-  Result<std::vector<HostTensor>> out = (*program)->run(tensors);
-  INFO(out.error());
-  REQUIRE(out.ok());
-  std::vector<Values> values;
-  for (const HostTensor& t : *out) values.push_back(t.to_doubles());
-  return values;
-}
 
 // A module whose "f" is layer_norm_param_grad of inputs x and g of `x`.
 struct ParamGradOp {
@@ -121,15 +97,8 @@ struct ParamGradOp {
     fn.outputs.push_back({"y", b.must(Op::LayerNormParamGrad, {xs, g}, eps_attr(1e-5))});
   }
 
-  Values run(const Values& x, const Values& g) { return ::run(module, fn, {x, g})[0]; }
+  Values run(const Values& x, const Values& g) { return fused_grad::run(module, fn, {x, g})[0]; }
 };
-
-Values draw(std::mt19937_64& rng, size_t n, double lo, double hi) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  Values v(n);
-  for (double& x : v) x = double(float(u(rng)));  // exact in f32 too
-  return v;
-}
 
 }  // namespace
 
