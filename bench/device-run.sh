@@ -8,7 +8,10 @@
 #   bench/device-run.sh [build] [test] [profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
-# device tool): `bench/device-deps.sh` downloads them here.
+# device tool): `bench/device-deps.sh` downloads them here. Call it without
+# a pipe (the tool returns the output's tail itself) and with a time limit
+# the session's remaining device time can cover: starting a machine takes
+# one to three minutes of it.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
@@ -17,6 +20,12 @@ OUT=${OUT:-/tmp/sexpgpu-out}
 # most 8 files.
 LOGS=/tmp/sexpgpu-logs
 mkdir -p "$OUT" "$LOGS"
+# Whatever ends the script (its end, or the device tool's time limit), the
+# logs so far come back; and everything printed goes to $OUT/run.log too,
+# since a killed pipeline returns no output.
+trap 'tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null' EXIT
+trap 'exit 143' TERM INT
+exec > >(tee -a "$OUT/run.log") 2>&1
 SRC=$(pwd)
 BUILD=$SRC/build-gpu
 STAGES=${*:-build test bench}
@@ -90,7 +99,6 @@ if has bench; then
   note "bench: see bench.log"
 fi
 
-tar czf "$OUT/logs.tgz" -C "$LOGS" .
 echo
 echo "==== summary"
 printf '%s\n' "${summary[@]}"
