@@ -78,18 +78,26 @@ void absorb_casts(Lowered& lowered, const std::vector<NodeId>& outputs, Context&
       const LoweredNode& r = nodes[size_t(readers[i][0])];
       if (r.op == Op::Cast && is_half(r.type.dtype)) narrowing = readers[i][0];
     }
-    Rewrite both = loads;
-    if (narrowing) both.stores = nodes[size_t(*narrowing)].type.dtype;
-    Rewrite stores{n.inputs, both.stores};
+    // The most absorbed first: loads and the store, the loads alone, the
+    // store alone.
     bool any_load = loads.inputs != n.inputs;
+    std::vector<Rewrite> candidates;
+    if (narrowing) {
+      DType stored = nodes[size_t(*narrowing)].type.dtype;
+      if (any_load) {
+        candidates.push_back({loads.inputs, stored});
+        candidates.push_back(loads);
+      }
+      candidates.push_back({n.inputs, stored});
+    } else if (any_load) {
+      candidates.push_back(loads);
+    }
     std::optional<Rewrite> chosen;
-    for (const Rewrite* w : {&both, &loads, &stores}) {
-      bool changes = (w->inputs != n.inputs) || w->stores;
-      if (changes && (w != &loads || any_load) && accepted(lowered, n, *w, context)) {
-        chosen = *w;
+    for (const Rewrite& w : candidates)
+      if (accepted(lowered, n, w, context)) {
+        chosen = w;
         break;
       }
-    }
     if (!chosen) continue;
     n.inputs = chosen->inputs;
     if (chosen->stores) {
