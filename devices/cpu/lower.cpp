@@ -182,18 +182,9 @@ void fold_transposes(Lowered& lowered) {
   }
 }
 
-std::optional<LoweredGroup> gather_group(const Lowered& lowered,
-                                         const std::vector<ir::NodeId>& members,
-                                         const std::vector<bool>& live,
-                                         const std::vector<int>& group_of, int group) {
+LoweredGroup build_group(const Lowered& lowered, const std::vector<ir::NodeId>& members) {
   std::map<ir::NodeId, int> index;
   for (size_t k = 0; k < members.size(); ++k) index[members[k]] = int(k);
-  ir::NodeId last = members.back();
-  for (size_t i = 0; i < lowered.nodes.size(); ++i) {
-    if (!live[i] || group_of[i] == group) continue;
-    for (ir::NodeId in : lowered.nodes[i].inputs)
-      if (index.count(in) && in != last) return std::nullopt;
-  }
   LoweredGroup g;
   for (ir::NodeId id : members) {
     const LoweredNode& n = lowered.nodes[size_t(id)];
@@ -214,6 +205,21 @@ std::optional<LoweredGroup> gather_group(const Lowered& lowered,
     g.nodes.push_back(std::move(node));
   }
   return g;
+}
+
+std::optional<LoweredGroup> gather_group(const Lowered& lowered,
+                                         const std::vector<ir::NodeId>& members,
+                                         const std::vector<bool>& live,
+                                         const std::vector<int>& group_of, int group) {
+  std::map<ir::NodeId, int> index;
+  for (size_t k = 0; k < members.size(); ++k) index[members[k]] = int(k);
+  ir::NodeId last = members.back();
+  for (size_t i = 0; i < lowered.nodes.size(); ++i) {
+    if (!live[i] || group_of[i] == group) continue;
+    for (ir::NodeId in : lowered.nodes[i].inputs)
+      if (index.count(in) && in != last) return std::nullopt;
+  }
+  return build_group(lowered, members);
 }
 
 }  // namespace sexpgpu::cpu

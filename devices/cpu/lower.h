@@ -60,6 +60,10 @@ struct LoweredGroup {
   std::vector<ir::TensorType> external_types;
 };
 
+// `members` (lowered ids in program order) as one group's nodes and
+// external operands, whatever reads them from outside.
+LoweredGroup build_group(const Lowered& lowered, const std::vector<ir::NodeId>& members);
+
 // `members` (lowered ids in program order, all live) as one group, or
 // nullopt when a live node outside it (group_of[i] != group) reads a member
 // other than the last: only the last one's value leaves the kernel.

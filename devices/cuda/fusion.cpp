@@ -48,26 +48,7 @@ std::optional<cpu::LoweredGroup> gather(const Lowered& lowered, const std::vecto
       if (index.count(in) && in != last && plan.recomputed_in[size_t(in)].empty())
         return std::nullopt;
   }
-  cpu::LoweredGroup g;
-  for (NodeId id : members) {
-    const cpu::LoweredNode& n = lowered.nodes[size_t(id)];
-    cpu::GroupedNode node{n.op, n.attrs, n.type.dtype, {}};
-    for (NodeId in : n.inputs) {
-      if (auto it = index.find(in); it != index.end()) {
-        node.operands.push_back(it->second);
-        continue;
-      }
-      auto at = std::find(g.externals.begin(), g.externals.end(), in);
-      if (at == g.externals.end()) {
-        g.externals.push_back(in);
-        g.external_types.push_back(lowered.nodes[size_t(in)].type);
-        at = g.externals.end() - 1;
-      }
-      node.operands.push_back(-1 - int(at - g.externals.begin()));
-    }
-    g.nodes.push_back(std::move(node));
-  }
-  return g;
+  return cpu::build_group(lowered, members);
 }
 
 // Computing a node again in each of `groups` reader groups instead of
