@@ -24,6 +24,7 @@
 #include "catch.hpp"
 #include "context.h"
 #include "kernel.h"
+#include "plan_context.h"
 
 using namespace sexpgpu;
 using ir::DType;
@@ -115,16 +116,6 @@ std::vector<float> random_values(std::mt19937& rng, size_t n, float scale, DType
 
 // ---------------------------------------------------------------------------
 // Running a kernel
-
-cuda::Context plan_context() {
-  cuda::Context c;
-  c.plan_only = true;
-  c.name = "NVIDIA H200";
-  c.sm_count = 132;
-  c.compute_capability = 90;
-  c.shared_memory_per_block = 232448;
-  return c;
-}
 
 // Why there is no GPU to run on, or "".
 std::string gpu_missing() {
@@ -243,7 +234,7 @@ std::string label(DType a) {
 }  // namespace
 
 TEST_CASE("fused neural kernels accept half storage mixes, and only those", "[cuda][nn]") {
-  cuda::Context c = plan_context();
+  cuda::Context c = cuda::testing::plan_context();
   ir::Shape x{{4, 768}}, row{{768}}, rows{{4}}, scalar;
   auto t = [](DType d, ir::Shape s) { return ir::TensorType{d, std::move(s)}; };
   ir::Attrs attrs;
@@ -283,7 +274,7 @@ TEST_CASE("fused neural kernels accept half storage mixes, and only those", "[cu
 }
 
 TEST_CASE("cross_entropy writes the link its gradient reads only when asked", "[cuda][nn]") {
-  cuda::Context c = plan_context();
+  cuda::Context c = cuda::testing::plan_context();
   ir::Shape x{{6, 1000}}, rows{{6}}, scalar;
   auto t = [](DType d, ir::Shape s) { return ir::TensorType{d, std::move(s)}; };
   ir::Attrs attrs;

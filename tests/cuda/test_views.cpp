@@ -14,6 +14,7 @@
 #include "elementwise.h"
 #include "elementwise_views.h"
 #include "nvrtc_cache.h"
+#include "plan_context.h"
 
 using namespace sexpgpu;
 using ir::DType;
@@ -22,24 +23,8 @@ using ir::Op;
 namespace {
 
 // Every test compiles for real: a fresh, empty kernel cache.
-void fresh_kernel_cache() {
-  static std::string dir = [] {
-    char name[] = "/tmp/sexpgpu-cuda-test-XXXXXX";
-    return std::string(mkdtemp(name) ? name : "/tmp");
-  }();
-  std::filesystem::remove_all(dir + "/cuda");
-  setenv("SEXPGPU_CACHE_DIR", dir.c_str(), 1);
-}
-
 cuda::Context plan_context(cuda::NvrtcCache& cache) {
-  fresh_kernel_cache();
-  cuda::Context c;
-  c.plan_only = true;
-  c.name = "NVIDIA H200";
-  c.sm_count = 132;
-  c.compute_capability = 90;
-  c.nvrtc = &cache;
-  return c;
+  return cuda::testing::plan_context(&cache);
 }
 
 // A row-major tensor of doubles, for the reference of the unfused ops.

@@ -1,0 +1,41 @@
+// The CUDA tests' device without a GPU: a Context planned for an H200
+// (what the factories read of it), and, when NVRTC is to compile for real,
+// a fresh, empty kernel cache for it.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "context.h"
+#include "nvrtc_cache.h"
+
+namespace sexpgpu::cuda::testing {
+
+// Points $SEXPGPU_CACHE_DIR at an empty directory of this process's own.
+inline void fresh_kernel_cache() {
+  static std::string dir = [] {
+    char name[] = "/tmp/sexpgpu-cuda-test-XXXXXX";
+    return std::string(mkdtemp(name) ? name : "/tmp");
+  }();
+  std::filesystem::remove_all(dir + "/cuda");
+  setenv("SEXPGPU_CACHE_DIR", dir.c_str(), 1);
+}
+
+// With `cache`, its generated kernels compile into a fresh cache.
+inline Context plan_context(NvrtcCache* cache = nullptr) {
+  Context c;
+  c.plan_only = true;
+  c.name = "NVIDIA H200";
+  c.sm_count = 132;
+  c.compute_capability = 90;
+  c.shared_memory_per_block = 232448;
+  if (cache) {
+    fresh_kernel_cache();
+    c.nvrtc = cache;
+  }
+  return c;
+}
+
+}  // namespace sexpgpu::cuda::testing
