@@ -170,7 +170,45 @@ Lowered lower(const ir::Function& fn, const LowerOptions& options) {
   return Lowerer(fn, options).run();
 }
 
+// A cast of a transpose that only products read, directly or through a
+// transpose back (an f32 weight transposed, then cast to bf16: a tied
+// embedding's head and its gradient), casts the untransposed values
+// instead: the two commute, one moving data, the other acting on each
+// element. Each product then reads the cast with its operand's transpose
+// flag flipped, and a transpose back becomes a reshape (the same values).
+void cast_untransposed(Lowered& lowered) {
+  std::vector<std::vector<ir::NodeId>> readers(lowered.nodes.size());
+  for (size_t i = 0; i < lowered.nodes.size(); ++i)
+    for (ir::NodeId in : lowered.nodes[i].inputs) readers[size_t(in)].push_back(ir::NodeId(i));
+  for (size_t c = 0; c < lowered.nodes.size(); ++c) {
+    LoweredNode& cast = lowered.nodes[c];
+    if (cast.op != Op::Cast || !swaps_last_two(lowered.nodes[size_t(cast.inputs[0])])) continue;
+    bool only_products = !readers[c].empty();
+    for (ir::NodeId r : readers[c]) {
+      const LoweredNode& reader = lowered.nodes[size_t(r)];
+      bool product = reader.op == Op::MatMul &&
+                     (reader.inputs[0] == ir::NodeId(c)) != (reader.inputs[1] == ir::NodeId(c));
+      only_products = only_products && (product || swaps_last_two(reader));
+    }
+    if (!only_products) continue;
+    cast.inputs[0] = lowered.nodes[size_t(cast.inputs[0])].inputs[0];
+    ir::Shape& shape = cast.type.shape;
+    std::swap(shape[shape.rank() - 2], shape[shape.rank() - 1]);
+    for (ir::NodeId r : readers[c]) {
+      LoweredNode& reader = lowered.nodes[size_t(r)];
+      if (reader.op == Op::MatMul) {
+        size_t slot = reader.inputs[0] == ir::NodeId(c) ? 0 : 1;
+        reader.transposed[slot] = !reader.transposed[slot];
+      } else {
+        reader.op = Op::Reshape;
+        reader.attrs = ir::Attrs{};
+      }
+    }
+  }
+}
+
 void fold_transposes(Lowered& lowered) {
+  cast_untransposed(lowered);
   for (LoweredNode& n : lowered.nodes) {
     if (n.op != Op::MatMul) continue;
     for (size_t i = 0; i < 2; ++i) {

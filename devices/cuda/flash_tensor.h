@@ -296,13 +296,15 @@ __device__ __forceinline__ float to_scaled_logits(float (&s)[kM][kN8][4],
 // One tile of logits to probabilities in place, updating each row's running
 // maximum and this lane's share of its sum (the 4 lanes of a row hold its
 // columns); rescale[m][h] is what the row's earlier accumulations must be
-// multiplied by. Row h of block m is accumulator elements 2h and 2h+1.
-// (to_scaled_logits's fold, the maximum taken before the scale, would save
-// a multiplication per logit here too, but the forward at d = 64 then
-// spills 108 bytes: ptxas -v.)
+// multiplied by. Row h of block m is accumulator elements 2h and 2h+1. The
+// logit of an element x is x * factor (factor > 0: softmax_tile), so the
+// multiplication joins the subtraction of the maximum in one fma; the
+// maximum of x times the factor is the maximum of the logits exactly, as
+// rounding keeps order.
 template <int kM, int kN8>
-__device__ __forceinline__ void online_softmax(float (&s)[kM][kN8][4], float (&row_max)[kM][2],
-                                               float (&row_sum)[kM][2], float (&rescale)[kM][2]) {
+__device__ __forceinline__ void online_softmax(float (&s)[kM][kN8][4], float factor,
+                                               float (&row_max)[kM][2], float (&row_sum)[kM][2],
+                                               float (&rescale)[kM][2]) {
 #pragma unroll
   for (int m = 0; m < kM; ++m)
 #pragma unroll
@@ -313,7 +315,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[kM][kN8][4], float (&r
         tile_max = fmaxf(tile_max, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float new_max = fmaxf(row_max[m][h], tile_max);
+      const float new_max = fmaxf(row_max[m][h], tile_max * factor);
       // A row that has seen no key yet subtracts 0: its probabilities and
       // rescale come out 0, never NaN from -inf - -inf.
       const float base = new_max == negative_infinity() ? 0.0f : new_max;
@@ -324,11 +326,34 @@ __device__ __forceinline__ void online_softmax(float (&s)[kM][kN8][4], float (&r
       for (int n = 0; n < kN8; ++n)
 #pragma unroll
         for (int e = 2 * h; e < 2 * h + 2; ++e) {
-          s[m][n][e] = fast_exp2(s[m][n][e] - base);
+          s[m][n][e] = fast_exp2(fmaf(s[m][n][e], factor, -base));
           sum += s[m][n][e];
         }
       row_sum[m][h] = row_sum[m][h] * rescale[m][h] + sum;
     }
+}
+
+// A warp's tile of dot products (rows: queries from row0, columns: keys from
+// col0) to probabilities by online_softmax, then then(rescale). The scale
+// is folded into the exponent where the tile's logits are all the dot
+// products times a positive scale. `then` is inlined into both branches so
+// that each stays one basic block, in which ptxas interleaves the
+// exponentials with the products that use them. The forward and
+// attention_grad's row statistics both come here, so their log-sum-exps
+// agree bit for bit.
+template <class Half, int kM, int kN8, class Then>
+__device__ __forceinline__ void softmax_tile(float (&s)[kM][kN8][4], const Logits<Half>& logits,
+                                             int64_t row0, int64_t col0, float (&row_max)[kM][2],
+                                             float (&row_sum)[kM][2], Then&& then) {
+  float rescale[kM][2];
+  if (logits.scale2 > 0 && logits.plain(row0, 16 * kM, col0, 8 * kN8)) {
+    online_softmax(s, logits.scale2, row_max, row_sum, rescale);
+    then(rescale);
+    return;
+  }
+  to_logits<false>(s, logits, row0, col0);
+  online_softmax(s, 1.0f, row_max, row_sum, rescale);
+  then(rescale);
 }
 
 // The sum of a row over its 4 lanes, in a fixed order.
@@ -394,7 +419,7 @@ struct QueryTiling {
 // (the queries' fragments in registers, two tiles a copy: half the
 // barriers), then 32 keys, and 16 queries per warp at d = 256, so that the
 // f32 accumulators stay in registers (ptxas -v: none spilled; d = 128
-// spills 40 bytes, cheaper than the narrower tiles that would not).
+// spills 36 bytes, cheaper than the narrower tiles that would not).
 // attention_grad's row statistics use the same, so its log-sum-exp is the
 // forward's bit for bit.
 template <int kD>
@@ -423,6 +448,30 @@ __device__ __forceinline__ int64_t key_end(const AttentionParams& p, int64_t q_e
   if (!p.causal) return p.tk;
   const int64_t end = q_end + p.tk - p.tq;
   return end < 0 ? 0 : end < p.tk ? end : p.tk;
+}
+
+// The batch*head and first query of a block of kRows queries, from its
+// linear index (the order blocks start in): the batch*heads go in groups
+// whose keys and values fit in L2 together (kGroupBytes), each group's
+// query tiles one after another, the last tiles first (under causality
+// they see the most keys). So the blocks that run at once share their keys
+// and values, read from memory about once instead of once per query tile,
+// and the heaviest tiles still start first.
+struct BlockTile {
+  int64_t bh, q0;
+};
+template <int kRows>
+__device__ __forceinline__ BlockTile grouped_query_tile(const AttentionParams& p) {
+  constexpr int64_t kGroupBytes = int64_t(16) << 20;
+  const int64_t heads = gridDim.x, tiles = gridDim.y;
+  const int64_t linear = int64_t(blockIdx.x) + heads * int64_t(blockIdx.y);
+  const int64_t head_bytes = 2 * int64_t(sizeof(uint16_t)) * p.tk * p.d;
+  const int64_t fit = head_bytes > 0 ? kGroupBytes / head_bytes : heads;
+  const int64_t group = fit < 1 ? 1 : fit > heads ? heads : fit;
+  const int64_t first = linear / (group * tiles) * group;
+  const int64_t size = heads - first < group ? heads - first : group;
+  const int64_t rank = linear - first * tiles;  // in [0, size * tiles)
+  return {first + rank % size, (tiles - 1 - rank / size) * kRows};
 }
 
 // Calls visit(keys, values, k0) for each tile of Tile::kKeys keys in
@@ -494,9 +543,8 @@ template <class Half, class Tile>
 __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned char* shared) {
   constexpr int kM = Tile::kM, kD8 = Tile::kD / 8, kK8 = Tile::kKeys / 8;
   uint16_t* qs = reinterpret_cast<uint16_t*>(shared);
-  const int64_t bh = blockIdx.x;
-  // The last query tiles see the most keys under causality: they go first.
-  const int64_t q0 = int64_t(gridDim.y - 1 - blockIdx.y) * Tile::kRows;
+  const BlockTile block_tile = grouped_query_tile<Tile::kRows>(p);
+  const int64_t bh = block_tile.bh, q0 = block_tile.q0;
   const int warp_row0 = warp_id() * 16 * kM;
   const uint16_t* q = static_cast<const uint16_t*>(p.q) + bh * p.tq * p.d;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * p.tk * p.d;
@@ -521,16 +569,17 @@ __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned
     if (logits.all_hidden(q0 + warp_row0, 16 * kM, k0)) return;
     float s[kM][kK8][4] = {};
     queries.template times_rows<Half>(s, ks);
-    to_logits<false>(s, logits, q0 + warp_row0, k0);
-    float rescale[kM][2];
-    online_softmax(s, row_max, row_sum, rescale);
+    // o times each row's rescale, plus these probabilities times the values.
+    auto accumulate = [&](const float(&rescale)[kM][2]) {
 #pragma unroll
-    for (int m = 0; m < kM; ++m)
+      for (int m = 0; m < kM; ++m)
 #pragma unroll
-      for (int n = 0; n < kD8; ++n)
+        for (int n = 0; n < kD8; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) o[m][n][e] *= rescale[m][e / 2];
-    mma_acc_rows<Half, Tile::kStride, kM, kD8, kK8>(o, s, vs);
+          for (int e = 0; e < 4; ++e) o[m][n][e] *= rescale[m][e / 2];
+      mma_acc_rows<Half, Tile::kStride, kM, kD8, kK8>(o, s, vs);
+    };
+    softmax_tile(s, logits, q0 + warp_row0, k0, row_max, row_sum, accumulate);
   };
   for_each_key_tile<Tile, true>(qs + Tile::kRows * Tile::kStride, k, v,
                                 key_end(p, q0 + Tile::kRows), p, copy_16, visit);

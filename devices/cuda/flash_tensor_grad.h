@@ -65,9 +65,7 @@ __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
     if (logits.all_hidden(q0 + warp_row0, 16 * kM, k0)) return;  // as in forward_block
     float s[kM][kK8][4] = {};
     queries.template times_rows<Half>(s, ks);
-    to_logits<false>(s, logits, q0 + warp_row0, k0);
-    float rescale[kM][2];
-    online_softmax(s, row_max, row_sum, rescale);
+    softmax_tile(s, logits, q0 + warp_row0, k0, row_max, row_sum, [](const float(&)[kM][2]) {});
   };
   for_each_key_tile<Tile, false>(qs + Tile::kRows * Tile::kStride, k, k,
                                  key_end(p, q0 + Tile::kRows), p, copy_16, visit);
@@ -132,8 +130,8 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
   const AttentionParams& p = gp.attention;
   uint16_t* qs = reinterpret_cast<uint16_t*>(shared);
   uint16_t* gs = qs + Tile::kRows * Tile::kStride;
-  const int64_t bh = blockIdx.x;
-  const int64_t q0 = int64_t(gridDim.y - 1 - blockIdx.y) * Tile::kRows;
+  const BlockTile block_tile = grouped_query_tile<Tile::kRows>(p);  // as the forward's
+  const int64_t bh = block_tile.bh, q0 = block_tile.q0;
   const int warp_row0 = warp_id() * 16 * kM;
   const uint16_t* q = static_cast<const uint16_t*>(p.q) + bh * p.tq * p.d;
   const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * p.tk * p.d;

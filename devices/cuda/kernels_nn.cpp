@@ -256,6 +256,7 @@ KernelResult norm_kernel(const KernelRequest& r) {
   p.dim = x.rank() == 0 ? 1 : x[x.rank() - 1];
   p.rows = p.dim == 0 ? 0 : cpu::numel(x) / p.dim;
   p.eps = r.attrs.eps.value_or(p.layer ? 1e-5 : 1e-6);
+  p.sm_count = r.context.sm_count;
   std::string name =
       kernel_label(r.op, compute_of(out)) + rows_text(p.rows, p.dim) + storage_text({x_dtype}, out);
   if (p.rows == 0) return empty_kernel(name);
@@ -284,6 +285,7 @@ KernelResult layer_norm_grad_kernel(const KernelRequest& r) {
   p.dim = x[x.rank() - 1];
   p.rows = p.dim == 0 ? 0 : cpu::numel(x) / p.dim;
   p.eps = r.attrs.eps.value_or(1e-5);
+  p.sm_count = r.context.sm_count;
   std::string name = kernel_label(r.op, compute_of(out)) + rows_text(p.rows, p.dim) +
                      storage_text({x_dtype, g}, out);
   if (p.rows == 0) return empty_kernel(name);

@@ -6,8 +6,9 @@
 //     sequence contiguous; few long sequences are cut into chunks so that
 //     the whole GPU works on them (a full reduction of a parameter);
 //   - one reduced block followed by kept axes (bias gradients, [N, C] -> [C]):
-//     32 adjacent outputs per block, so every load is coalesced, chunked
-//     down the reduced axis when there are few outputs;
+//     32 adjacent outputs per block (128 for a sum of f32, 16-byte loads),
+//     so every load is coalesced, chunked down the reduced axis when there
+//     are few outputs;
 //   - anything else: a warp or a block per output through precomputed strides.
 // Chunks' partial results live in scratch and are combined in a fixed order
 // by a second kernel, so every result repeats bit for bit.
@@ -150,7 +151,10 @@ std::string plan(const std::vector<Run>& runs, int64_t target_blocks, ReducePara
     }
   }
   if (p.layout == ReduceLayout::Columns) {
-    int64_t tiles = (p.outputs / p.inner) * ceil_div(p.inner, kReduceColumnTile);
+    p.vector_columns =
+        p.op == ReduceOp::Sum && p.type == ReduceType::F32 && !p.square_input && p.inner % 4 == 0;
+    int64_t columns = p.vector_columns ? p.inner / 4 : p.inner;  // per thread, 4 or 1
+    int64_t tiles = (p.outputs / p.inner) * ceil_div(columns, kReduceColumnTile);
     if (tiles > kMaxGrid) return "too many outputs for one grid";
     p.splits = splits_for(tiles, target_blocks, p.count, kReduceBlock / kReduceColumnTile);
   } else {
@@ -173,41 +177,58 @@ const char* layout_name(ReduceLayout layout) {
   return "";
 }
 
-// The kernel of reduction r; with square_input (a sum of f32 or f64),
-// each element is squared as it is loaded.
-KernelResult make_reduction(const KernelRequest& r, bool square_input) {
+// Fills p's op and type for reduction r; "" or why it has no kernel. With
+// square_input (a sum of f32 or f64), each element is squared as it is loaded.
+std::string check(const KernelRequest& r, bool square_input, ReduceParams& p) {
   std::optional<ReduceOp> op = reduce_op_of(r.op);
-  if (!op) return no_kernel(r, "not a reduction");
+  if (!op) return "not a reduction";
   std::optional<ReduceType> type = reduce_type_of(r.inputs[0].dtype);
-  if (!type) return no_kernel(r, "operands must be lowered to a compute dtype first");
+  if (!type) return "operands must be lowered to a compute dtype first";
   if (needs_float(*op) && *type != ReduceType::F32 && *type != ReduceType::F64)
-    return no_kernel(r, "this reduction needs its operand lowered to f32 or f64");
+    return "this reduction needs its operand lowered to f32 or f64";
   DType out = is_index_op(*op) ? DType::I32 : r.inputs[0].dtype;
-  if (r.output.dtype != out) return no_kernel(r, "the output dtype is not the compute dtype");
+  if (r.output.dtype != out) return "the output dtype is not the compute dtype";
+  if (square_input &&
+      (*op != ReduceOp::Sum || (*type != ReduceType::F32 && *type != ReduceType::F64)))
+    return "only a sum of f32 or f64 squares its elements on load";
+  p.op = *op;
+  p.type = *type;
+  p.square_input = square_input;
+  p.correction = r.attrs.correction.value_or(1);
+  return "";
+}
 
+// Fills the rest of p for the checked reduction r (its output not empty).
+std::string plan_of(const KernelRequest& r, ReduceParams& p) {
+  // 8 blocks of 256 threads fill a multiprocessor (an H200 has 132).
+  int64_t target_blocks = 8 * int64_t(r.context.sm_count > 0 ? r.context.sm_count : 132);
+  return plan(runs_of(r.inputs[0].shape, r.attrs), target_blocks, p);
+}
+
+// p for reduction r (its output not empty); "" or why it has no kernel.
+std::string params_of(const KernelRequest& r, bool square_input, ReduceParams& p) {
+  if (std::string why = check(r, square_input, p); !why.empty()) return why;
+  return plan_of(r, p);
+}
+
+std::string name_of(const KernelRequest& r, const ReduceParams& p) {
+  return kernel_label(r.op, r.inputs[0].dtype) + (p.square_input ? " of squares " : " ") +
+         layout_name(p.layout) + " outputs=" + std::to_string(p.outputs) +
+         " count=" + std::to_string(p.count) + " splits=" + std::to_string(p.splits) +
+         (p.vector_columns ? " x4" : "");
+}
+
+KernelResult make_reduction(const KernelRequest& r, bool square_input) {
+  ReduceParams p;
+  if (std::string why = check(r, square_input, p); !why.empty()) return no_kernel(r, why);
   if (cpu::numel(r.output.shape) == 0) {
     Kernel k;
     k.name = kernel_label(r.op, r.inputs[0].dtype) + " (empty)";
     k.launch = [](const LaunchArgs&) { return std::string(); };
     return k;
   }
-
-  if (square_input &&
-      (*op != ReduceOp::Sum || (*type != ReduceType::F32 && *type != ReduceType::F64)))
-    return no_kernel(r, "only a sum of f32 or f64 squares its elements on load");
-  ReduceParams p;
-  p.op = *op;
-  p.type = *type;
-  p.square_input = square_input;
-  p.correction = r.attrs.correction.value_or(1);
-  // 8 blocks of 256 threads fill a multiprocessor (an H200 has 132).
-  int64_t target_blocks = 8 * int64_t(r.context.sm_count > 0 ? r.context.sm_count : 132);
-  if (std::string why = plan(runs_of(r.inputs[0].shape, r.attrs), target_blocks, p); !why.empty())
-    return no_kernel(r, why);
-
-  std::string name = kernel_label(r.op, r.inputs[0].dtype) + (square_input ? " of squares " : " ") +
-                     layout_name(p.layout) + " outputs=" + std::to_string(p.outputs) +
-                     " count=" + std::to_string(p.count) + " splits=" + std::to_string(p.splits);
+  if (std::string why = plan_of(r, p); !why.empty()) return no_kernel(r, why);
+  std::string name = name_of(r, p);
   Kernel k;
   k.name = name;
   k.scratch_bytes = reduce_scratch_bytes(p);
@@ -225,6 +246,63 @@ KernelResult make_reduce_kernel(const KernelRequest& r) {
 
 KernelResult make_sum_of_squares_kernel(const KernelRequest& r) {
   return make_reduction(r, true);
+}
+
+bool joins_multi_sum_of_squares(const KernelRequest& r) {
+  ReduceParams p;
+  return cpu::numel(r.output.shape) > 0 && params_of(r, true, p).empty() &&
+         p.layout == ReduceLayout::Rows;
+}
+
+KernelResult make_multi_sum_of_squares_kernel(std::span<const KernelRequest> requests) {
+  if (requests.empty() || requests.size() > size_t(kMultiReduceMaxTensors))
+    return KernelResult::failure("a multi-tensor sum of squares takes 1 to " +
+                                 std::to_string(kMultiReduceMaxTensors) + " tensors");
+  MultiReduceParams m;
+  int64_t blocks = 0, finish_blocks = 0, partials = 0;
+  for (const KernelRequest& r : requests) {
+    ReduceParams p;
+    if (std::string why = params_of(r, true, p); !why.empty()) return no_kernel(r, why);
+    if (p.layout != ReduceLayout::Rows || p.outputs == 0)
+      return no_kernel(r, "only sums of squares of whole rows join a multi-tensor launch");
+    if (m.tensors > 0 && p.type != m.type)
+      return no_kernel(r, "a multi-tensor sum of squares takes tensors of one dtype");
+    MultiReduceTensor& t = m.tensor[m.tensors++];
+    m.type = p.type;
+    t.outputs = p.outputs;
+    t.count = p.count;
+    t.splits = p.splits;
+    t.threads_per_output = p.threads_per_output;
+    t.partials = partials;
+    t.first_block = int32_t(blocks);
+    t.first_finish_block = int32_t(finish_blocks);
+    blocks += ceil_div(p.outputs, kReduceBlock / p.threads_per_output) * p.splits;
+    if (p.splits > 1) {
+      finish_blocks += ceil_div(p.outputs, kReduceBlock / kWarp);
+      partials += p.outputs * p.splits;
+    }
+    if (blocks > kMaxGrid || finish_blocks > kMaxGrid)
+      return no_kernel(r, "too many blocks for one multi-tensor grid");
+  }
+  m.blocks = int32_t(blocks);
+  m.finish_blocks = int32_t(finish_blocks);
+  size_t element = m.type == ReduceType::F64 ? sizeof(double) : sizeof(float);
+  std::string name = "multi-tensor x" + std::to_string(m.tensors) + " " +
+                     kernel_label(requests[0].op, requests[0].inputs[0].dtype) +
+                     " of squares rows blocks=" + std::to_string(blocks) +
+                     " finish_blocks=" + std::to_string(finish_blocks);
+  Kernel k;
+  k.name = name;
+  k.scratch_bytes = size_t(partials) * element;
+  k.launch = [m, name](const LaunchArgs& a) {
+    MultiReduceBuffers b{};
+    for (int t = 0; t < m.tensors; ++t) {
+      b.input[t] = a.inputs[2 * t];
+      b.output[t] = const_cast<void*>(a.inputs[2 * t + 1]);
+    }
+    return cuda_error(launch_multi_sum_of_squares(m, b, a.scratch, a.stream), name.c_str());
+  };
+  return k;
 }
 
 }  // namespace sexpgpu::cuda

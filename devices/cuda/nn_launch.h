@@ -116,6 +116,7 @@ struct NormParams {
   bool layer = true;
   int64_t rows = 0, dim = 0;
   double eps = 1e-5;
+  int sm_count = 0;  // multiprocessors, to size the grid of resident blocks (0: unknown)
 };
 
 cudaError_t launch_norm(const NormParams& params, const void* x, const void* weight,
@@ -129,6 +130,7 @@ struct LayerNormGradParams {
   Storage x = Storage::F32, g = Storage::F32, out = Storage::F32;
   int64_t rows = 0, dim = 0;
   double eps = 1e-5;
+  int sm_count = 0;  // multiprocessors, to size the grid of resident blocks (0: unknown)
 };
 
 cudaError_t launch_layer_norm_grad(const LayerNormGradParams& params, const void* x,

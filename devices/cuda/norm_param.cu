@@ -4,15 +4,17 @@
 // two passes over the row as layer_norm_grad's kernels (nn.cu) make them.
 //
 // Rows of up to 32 * kNormParamMaxPerLane* elements take one pass over x
-// and g: a warp does a row at a time, lane l holding elements l, l + 32, ...
-// of x and g in registers, and keeps the sums of its elements' columns
-// over the warp's rows in registers too; the warps of a block add theirs
+// and g: a warp does a row at a time, lane l holding the chunks of 8
+// elements l, l + 32, ... of x and g in registers (16-byte loads; the next
+// row's x is loaded while this one is reduced where registers allow), and
+// keeps the sums of its elements' columns over the warp's rows in
+// registers too; the warps of a block add theirs
 // in a fixed tree in shared memory, and the block writes its [2, dim]
 // partial to scratch. Longer rows take two: a warp per row writes mean and
 // rstd to scratch, then a thread per column sums a split of the rows.
 // Either way a last kernel adds the partials in a fixed order: no atomics,
 // and results repeat bit for bit. x and g stored in bf16 or f16 are
-// widened to f32 as they are loaded, so nothing else differs from f32.
+// widened to f32 exactly, so nothing else differs from f32.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -32,6 +34,7 @@ constexpr int kFinishSplit = 8;           // the last kernel: threads adding one
 constexpr int64_t kMaxSplits = 1024;      // row splits of the two-pass path
 constexpr int64_t kMaxRowBlocks = 65535;  // the statistics kernel strides beyond
 constexpr size_t kScratchAlign = 256;
+constexpr int kOnePassPrefetchRegisters = 108;
 
 // A stored value in its compute dtype (half storage: exactly, as f32).
 __device__ float widen(float v) {
@@ -74,6 +77,75 @@ __device__ T rstd_of(T squares, int64_t dim, T eps) {
   return T(1) / sqrt_of(warp_sum(squares) / T(dim) + eps);
 }
 
+// ---------------------------------------------------------------------------
+// A lane's share of a row in the one-pass kernel: kPerLane / kChunk chunks
+// of kChunk adjacent elements, chunk lane + 32 i, read in 16-byte loads
+// where the row is aligned and held as stored, in 32-bit words (two half
+// values a word), widened exactly where used. Which lane holds which
+// element depends only on the row length, never on the storage dtype.
+
+constexpr int kChunk = 8;
+
+template <class T, int kPerLane>
+struct LaneRow {
+  static constexpr int kWords = kPerLane * int(sizeof(T)) / 4;
+  uint32_t w[kWords];
+};
+
+__device__ float widened(float, const uint32_t* w, int e) {
+  return __uint_as_float(w[e]);
+}
+__device__ double widened(double, const uint32_t* w, int e) {
+  return __hiloint2double(int(w[2 * e + 1]), int(w[2 * e]));
+}
+// Exactly __bfloat162float: the 16 bits become the high half of an f32.
+__device__ float widened(__nv_bfloat16, const uint32_t* w, int e) {
+  return __uint_as_float(e % 2 ? w[e / 2] & 0xffff0000u : w[e / 2] << 16);
+}
+__device__ float widened(__half, const uint32_t* w, int e) {
+  return __half2float(__ushort_as_half((unsigned short)(e % 2 ? w[e / 2] >> 16 : w[e / 2])));
+}
+
+// The row's column of this lane's held element e.
+__device__ int64_t held_column(int e) {
+  return (int64_t(threadIdx.x % kWarp) + int64_t(e / kChunk) * kWarp) * kChunk + e % kChunk;
+}
+
+// This lane's share of row[0, dim), 0 past it.
+template <class T, int kPerLane>
+__device__ void load_lane_row(const T* row, int64_t dim, LaneRow<T, kPerLane>& h) {
+  constexpr int kVectors = int(sizeof(T)) * kChunk / 16;  // per chunk
+  const bool aligned = reinterpret_cast<uintptr_t>(row) % 16 == 0;
+#pragma unroll
+  for (int c = 0; c < kPerLane / kChunk; ++c) {
+    const int64_t k = held_column(c * kChunk);
+    uint4 raw[kVectors] = {};
+    if (aligned && k + kChunk <= dim) {
+      const uint4* src = reinterpret_cast<const uint4*>(row + k);
+#pragma unroll
+      for (int q = 0; q < kVectors; ++q) raw[q] = src[q];
+    } else {
+      T e[kChunk];
+      memcpy(e, raw, sizeof(e));  // zeros
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j)
+        if (k + j < dim) e[j] = row[k + j];
+      memcpy(raw, e, sizeof(e));
+    }
+    memcpy(h.w + c * kVectors * 4, raw, sizeof(raw));
+  }
+}
+
+// Whether the one-pass kernel loads the next row's x while it reduces the
+// current one: where the two x rows, the g row and the two sums fit the
+// registers of two resident blocks without spilling.
+template <class T, int kPerLane, class X, class G>
+constexpr bool one_pass_prefetches() {
+  return 2 * LaneRow<X, kPerLane>::kWords + LaneRow<G, kPerLane>::kWords +
+             2 * LaneRow<T, kPerLane>::kWords <=
+         kOnePassPrefetchRegisters;
+}
+
 // Blocks of the one-pass kernel resident on a multiprocessor: two while a
 // lane's registers (x, g and the two sums: 4 * per_lane values) fit in the
 // 128 registers that allows.
@@ -112,34 +184,42 @@ __global__ void __launch_bounds__(kRowThreads, one_pass_blocks_per_sm(kPerLane, 
     one_pass_partials(const X* __restrict__ x, const G* __restrict__ g, int64_t rows, int64_t dim,
                       T eps, T* __restrict__ partials) {
   __shared__ T shared[kRowWarps / 2 * kPerLane * kWarp];
-  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int warp = threadIdx.x / kWarp;
   T weight_sum[kPerLane], bias_sum[kPerLane];
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) weight_sum[i] = bias_sum[i] = T(0);
+  constexpr bool kPrefetch = one_pass_prefetches<T, kPerLane, X, G>();
   const int64_t warps = int64_t(gridDim.x) * kRowWarps;
-  for (int64_t row = int64_t(blockIdx.x) * kRowWarps + warp; row < rows; row += warps) {
-    const X* xr = x + row * dim;
-    const G* gr = g + row * dim;
-    T xv[kPerLane], gv[kPerLane];
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int64_t k = lane + int64_t(i) * kWarp;
-      xv[i] = k < dim ? widen(xr[k]) : T(0);
-      gv[i] = k < dim ? widen(gr[k]) : T(0);
+  int64_t row = int64_t(blockIdx.x) * kRowWarps + warp;
+  LaneRow<X, kPerLane> next_x;
+  if (kPrefetch && row < rows) load_lane_row(x + row * dim, dim, next_x);
+  for (; row < rows; row += warps) {
+    LaneRow<X, kPerLane> xs;
+    if (kPrefetch) {
+      xs = next_x;
+      if (row + warps < rows) load_lane_row(x + (row + warps) * dim, dim, next_x);
+    } else {
+      load_lane_row(x + row * dim, dim, xs);
     }
+    LaneRow<G, kPerLane> gs;
+    load_lane_row(g + row * dim, dim, gs);
+    T xv[kPerLane];
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) xv[e] = widened(X(), xs.w, e);
     T sum = 0;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) sum += xv[i];  // 0 past the row
+    for (int e = 0; e < kPerLane; ++e) sum += xv[e];  // 0 past the row
     const T mean = warp_sum(sum) / T(dim);
     T squares = 0;
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i)
-      if (lane + int64_t(i) * kWarp < dim) squares += (xv[i] - mean) * (xv[i] - mean);
+    for (int e = 0; e < kPerLane; ++e)
+      if (held_column(e) < dim) squares += (xv[e] - mean) * (xv[e] - mean);
     const T rstd = rstd_of(squares, dim, eps);
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      weight_sum[i] += gv[i] * ((xv[i] - mean) * rstd);
-      bias_sum[i] += gv[i];
+    for (int e = 0; e < kPerLane; ++e) {
+      const T gv = widened(G(), gs.w, e);
+      weight_sum[e] += gv * ((xv[e] - mean) * rstd);
+      bias_sum[e] += gv;
     }
   }
   block_sum(weight_sum, shared);
@@ -147,11 +227,11 @@ __global__ void __launch_bounds__(kRowThreads, one_pass_blocks_per_sm(kPerLane, 
   if (warp != 0) return;
   T* p = partials + int64_t(blockIdx.x) * 2 * dim;
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    const int64_t k = lane + int64_t(i) * kWarp;
+  for (int e = 0; e < kPerLane; ++e) {
+    const int64_t k = held_column(e);
     if (k < dim) {
-      p[k] = weight_sum[i];
-      p[dim + k] = bias_sum[i];
+      p[k] = weight_sum[e];
+      p[dim + k] = bias_sum[e];
     }
   }
 }

@@ -66,6 +66,15 @@ struct Step {
   ir::TensorType type;
   std::vector<ir::TensorType> input_types;
   Slot link;  // shared with the linked step (KernelRequest::link)
+  // A multi-tensor sum of squares: its inputs are (operand, result) pairs,
+  // one per member, and it has no output of its own.
+  bool pairs = false;
+};
+
+// A sum of squares' step, its node and the operand it squares.
+struct SumOfSquares {
+  size_t step, node;
+  NodeId operand;
 };
 
 size_t bytes_of(const ir::TensorType& t) {
@@ -152,6 +161,11 @@ ir::Result<int64_t> non_finite(const void* device, const ir::TensorType& t, int6
   return R(count);
 }
 
+bool multi_tensor_enabled() {
+  const char* v = std::getenv("SEXPGPU_CUDA_MULTI_TENSOR");
+  return !(v && std::string(v) == "0");
+}
+
 bool graphs_enabled() {
   const char* v = std::getenv("SEXPGPU_CUDA_GRAPHS");
   return !(v && std::string(v) == "0");
@@ -173,6 +187,10 @@ class CudaProgram final : public Program {
  private:
   std::string plan(const Lowered& lowered);
   std::string merge_multi_tensor();
+  void merge_sums_of_squares(const Lowered& lowered, const std::vector<SumOfSquares>& sums,
+                             const std::vector<Slot>& slot, const std::vector<size_t>& root,
+                             std::vector<size_t>& step_of,
+                             std::vector<std::pair<size_t, size_t>>& links);
   std::string prepare();
   std::string enqueue(std::span<const void* const> inputs, std::span<void* const> outputs,
                       cudaStream_t stream);
@@ -315,6 +333,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   std::vector<int64_t> link_writer(count, -1);   // a forward's step, for its gradient
   std::vector<size_t> root(count);               // the node whose buffer a value is in
   std::vector<size_t> step_of(count, 0);
+  std::vector<SumOfSquares> sums_of_squares;
   for (size_t i = 0; i < count; ++i) {
     root[i] = i;
     const LoweredNode& n = nodes[i];
@@ -372,11 +391,15 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     steps_.push_back(Step{std::move(k).value(), {}, {}, {}, n.origin, n.op, {}});
     if (writer >= 0 && steps_.back().kernel.reads_link)
       links.push_back({size_t(writer), steps_.size() - 1});
-    if (square != summed_square.end() && nodes[square->second].origin >= 0)
-      steps_.back().members.push_back(nodes[square->second].origin);
+    if (square != summed_square.end()) {
+      sums_of_squares.push_back({steps_.size() - 1, i, operands[0]});
+      if (nodes[square->second].origin >= 0)
+        steps_.back().members.push_back(nodes[square->second].origin);
+    }
     if (n.origin >= 0) steps_.back().members.push_back(n.origin);
     steps_.back().group = std::move(single);
   }
+  merge_sums_of_squares(lowered, sums_of_squares, slot, root, step_of, links);
   // Outputs not written by their own kernel (inputs, constants, aliases,
   // one node named twice) are copied at the end.
   std::vector<std::pair<size_t, size_t>> output_copies;  // (node, output)
@@ -451,6 +474,16 @@ std::string CudaProgram::plan(const Lowered& lowered) {
                     slot[i].kind != Slot::Constant && computed_at[i].empty();
     if (!has_step) continue;
     Step& s = steps_[step_of[i]];
+    if (s.pairs) {
+      size_t in = size_t(operands_of(i)[0]);
+      s.inputs.insert(s.inputs.end(), {slot[in], slot[i]});
+      s.input_types.insert(s.input_types.end(), {nodes[in].type, n.type});
+      s.producers.insert(s.producers.end(), {-1, -1});  // operands are inputs or constants
+      s.dtype = n.type.dtype;
+      s.type = n.type;
+      s.bytes += double(bytes_of(nodes[in].type) + bytes_of(n.type));
+      continue;
+    }
     s.output = slot[i];
     s.dtype = n.op == Op::MatMul ? nodes[size_t(n.inputs[0])].type.dtype : n.type.dtype;
     s.bytes = double(bytes_of(n.type));
@@ -485,9 +518,79 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   return merge_multi_tensor();
 }
 
-bool multi_tensor_enabled() {
-  const char* v = std::getenv("SEXPGPU_CUDA_MULTI_TENSOR");
-  return !(v && std::string(v) == "0");
+// Sums of squares of the function's inputs or constants (an optimizer's
+// gradient norms) become multi-tensor launches, each at its first member's
+// place and bit for bit the members' own results. This runs before the
+// arena is planned, so the results' lives start where they are now written;
+// what they read is ready from the start.
+void CudaProgram::merge_sums_of_squares(const Lowered& lowered,
+                                        const std::vector<SumOfSquares>& sums,
+                                        const std::vector<Slot>& slot,
+                                        const std::vector<size_t>& root,
+                                        std::vector<size_t>& step_of,
+                                        std::vector<std::pair<size_t, size_t>>& links) {
+  if (!multi_tensor_enabled() || sums.size() < 2) return;
+  const std::vector<LoweredNode>& nodes = lowered.nodes;
+  auto request_of = [&](const SumOfSquares& m) {
+    const LoweredNode& n = nodes[m.node];
+    return KernelRequest{n.op, n.attrs, {&nodes[size_t(m.operand)].type, 1}, n.type, ctx_,
+                         {},   false};
+  };
+  // Members by dtype, in step order, cut into launches of at most the maximum.
+  std::map<ir::DType, std::vector<std::vector<SumOfSquares>>> by_dtype;
+  for (const SumOfSquares& m : sums) {
+    Slot::Kind kind = slot[root[size_t(m.operand)]].kind;
+    if ((kind != Slot::Input && kind != Slot::Constant) ||
+        !joins_multi_sum_of_squares(request_of(m)))
+      continue;
+    auto& launches = by_dtype[nodes[m.node].type.dtype];
+    if (launches.empty() || launches.back().size() == size_t(kMultiReduceMaxTensors))
+      launches.emplace_back();
+    launches.back().push_back(m);
+  }
+  std::vector<int64_t> launch_of(steps_.size(), -1);
+  std::vector<std::vector<SumOfSquares>> launches;
+  std::vector<Kernel> kernels;
+  for (auto& [dtype, cut] : by_dtype)
+    for (std::vector<SumOfSquares>& members : cut) {
+      if (members.size() < 2) continue;
+      std::vector<KernelRequest> requests;
+      for (const SumOfSquares& m : members) requests.push_back(request_of(m));
+      KernelResult k = make_multi_sum_of_squares_kernel(requests);
+      if (!k) continue;  // the members keep their own kernels
+      for (const SumOfSquares& m : members) launch_of[m.step] = int64_t(launches.size());
+      launches.push_back(std::move(members));
+      kernels.push_back(std::move(k).value());
+    }
+  if (launches.empty()) return;
+  std::vector<size_t> new_index(steps_.size());
+  std::vector<Step> merged;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    int64_t l = launch_of[s];
+    if (l < 0) {
+      new_index[s] = merged.size();
+      merged.push_back(std::move(steps_[s]));
+      continue;
+    }
+    const std::vector<SumOfSquares>& members = launches[size_t(l)];
+    if (members.front().step != s) {  // launched with its first member, earlier
+      new_index[s] = new_index[members.front().step];
+      continue;
+    }
+    new_index[s] = merged.size();
+    Step step{std::move(kernels[size_t(l)]), {}, {}, {}, steps_[s].origin, steps_[s].op, {}};
+    step.pairs = true;
+    for (const SumOfSquares& m : members)
+      step.members.insert(step.members.end(), steps_[m.step].members.begin(),
+                          steps_[m.step].members.end());
+    merged.push_back(std::move(step));
+  }
+  steps_ = std::move(merged);
+  for (size_t& s : step_of) s = new_index[s];
+  for (auto& [writer, reader] : links) {
+    writer = new_index[writer];
+    reader = new_index[reader];
+  }
 }
 
 // Steps running the same shape-free generated code that write function

@@ -1,10 +1,12 @@
 // The reduction kernels (ops.def, "Reductions") behind kernels_reduce.cpp.
 // Every op is an accumulator policy (identity, lift one element, combine
-// two accumulators, finish), and three kernels walk the input:
+// two accumulators, finish), and these kernels walk the input:
 //   reduce_rows     a warp or a block per output (or per chunk of one);
 //                   Rows and Gathered layouts
 //   reduce_columns  32 adjacent outputs per block, read coalesced along the
 //                   kept inner axis, 8 threads down the reduced axis
+//                   (sum_columns_f32x4: 128 outputs, 16-byte loads, for f32 sums)
+//   multi_sum_of_squares  many tensors' reduce_rows sums of squares in one grid
 //   finish_partials one warp per output combines the chunks' partials
 // Every combination happens in an order fixed by the launch shape, so
 // results repeat bit for bit. Semantics follow devices/cpu/kernels_reduce.cpp:
@@ -434,6 +436,55 @@ __global__ void __launch_bounds__(kReduceBlock)
     partials[int64_t(blockIdx.y) * s.outputs + o] = acc;
 }
 
+__device__ void add_to(float4& acc, float4 v) {
+  acc.x += v.x;
+  acc.y += v.y;
+  acc.z += v.z;
+  acc.w += v.w;
+}
+
+// reduce_columns for a sum of f32 with 16-byte loads (vector_columns):
+// thread (j, y) owns the 4 columns of vector j of the tile (128 columns)
+// and walks rows begin + y, begin + y + 8, ..., loading kColumnLoads rows
+// before adding them in row order, so many bytes are in flight. The 8
+// states of a column then combine in order, as in reduce_columns.
+constexpr int kColumnLoads = 4;
+
+__global__ void __launch_bounds__(kReduceBlock)
+    sum_columns_f32x4(const float* __restrict__ x, float* __restrict__ out,
+                      float* __restrict__ partials, int64_t inner, Split s) {
+  const int64_t vectors = inner / 4;
+  const int64_t tiles_per_group = (vectors + kReduceColumnTile - 1) / kReduceColumnTile;
+  const int64_t g = blockIdx.x / tiles_per_group;
+  const int64_t j = (blockIdx.x % tiles_per_group) * kReduceColumnTile + threadIdx.x;
+  const int64_t begin = int64_t(blockIdx.y) * s.chunk;
+  const int64_t end = begin + s.chunk < s.count ? begin + s.chunk : s.count;
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (j < vectors) {
+    const float4* column = reinterpret_cast<const float4*>(x + g * s.count * inner) + j;
+    int64_t k = begin + threadIdx.y;
+    for (; k + (kColumnLoads - 1) * kColumnDepth < end; k += kColumnLoads * kColumnDepth) {
+      float4 rows[kColumnLoads];
+#pragma unroll
+      for (int u = 0; u < kColumnLoads; ++u) rows[u] = column[(k + u * kColumnDepth) * vectors];
+#pragma unroll
+      for (int u = 0; u < kColumnLoads; ++u) add_to(acc, rows[u]);
+    }
+    for (; k < end; k += kColumnDepth) add_to(acc, column[k * vectors]);
+  }
+  __shared__ float4 states[kColumnDepth][kReduceColumnTile];
+  states[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y != 0 || j >= vectors) return;
+  for (int y = 1; y < kColumnDepth; ++y) add_to(acc, states[y][threadIdx.x]);
+  const int64_t o = g * inner + j * 4;
+  float* to = s.splits == 1 ? out + o : partials + int64_t(blockIdx.y) * s.outputs + o;
+  to[0] = acc.x;
+  to[1] = acc.y;
+  to[2] = acc.z;
+  to[3] = acc.w;
+}
+
 // blockDim (32, 8): warp y combines output blockIdx.x*8 + y's partials,
 // partial p of output o at partials[o*output_stride + p*split_stride].
 template <class Op>
@@ -448,6 +499,80 @@ __global__ void __launch_bounds__(kReduceBlock)
       acc = Op::combine(acc, partials[o * output_stride + p * split_stride]);
   acc = warp_reduce<Op>(acc);
   if (threadIdx.x == 0 && o < s.outputs) out[o] = Op::finish(acc, s.finish);
+}
+
+// ---------------------------------------------------------------------------
+// Many sums of squares in one launch: block b works for the last tensor
+// whose first block is at most b (a tensor with no blocks is never that
+// one), as block (x, y) of that tensor's own reduce_rows/finish_partials
+// grid would, in a one-dimensional block of kReduceBlock threads.
+
+__device__ int multi_tensor_of(const MultiReduceParams& p, int block, bool finishing) {
+  int lo = 0, hi = p.tensors - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    int first = finishing ? p.tensor[mid].first_finish_block : p.tensor[mid].first_block;
+    if (first <= block)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+// reduce_rows of tensor t: warp threadIdx.x / threads_per_output of the block
+// reduces one output's chunk; warps and blocks mirror its (32, 8) or (256, 1) blocks.
+template <class T>
+__global__ void __launch_bounds__(kReduceBlock)
+    multi_sum_of_squares(const __grid_constant__ MultiReduceParams p,
+                         const __grid_constant__ MultiReduceBuffers b, T* __restrict__ partials) {
+  using Op = SumOfSquaresOf<T>;
+  const int t = multi_tensor_of(p, int(blockIdx.x), false);
+  const MultiReduceTensor& m = p.tensor[t];
+  const int threads = m.threads_per_output;
+  const int64_t per_block = kReduceBlock / threads;
+  const int64_t x_blocks = (m.outputs + per_block - 1) / per_block;
+  const int64_t local = int64_t(blockIdx.x) - m.first_block;
+  const int64_t split = local / x_blocks;
+  const int64_t o = (local % x_blocks) * per_block + threadIdx.x / threads;
+  const int lane = int(threadIdx.x) % threads;
+  int64_t chunk = (m.count + m.splits - 1) / m.splits;
+  if (chunk == 0) chunk = 1;  // as launch_op
+  const int64_t begin = split * chunk;
+  const int64_t end = begin + chunk < m.count ? begin + chunk : m.count;
+  T acc = Op::identity();
+  if (o < m.outputs) {
+    const T* seq = static_cast<const T*>(b.input[t]) + o * m.count;
+#pragma unroll 4
+    for (int64_t k = begin + lane; k < end; k += threads)
+      acc = Op::combine(acc, Op::lift(seq[k], k));
+  }
+  acc = threads == kWarp ? warp_reduce<Op>(acc) : block_reduce<Op>(acc);
+  if (lane != 0 || o >= m.outputs) return;
+  if (m.splits == 1)
+    static_cast<T*>(b.output[t])[o] = acc;
+  else
+    partials[m.partials + o * m.splits + split] = acc;
+}
+
+// finish_partials of tensor t: warp y combines output x*8 + y's partials.
+template <class T>
+__global__ void __launch_bounds__(kReduceBlock)
+    multi_finish_partials(const __grid_constant__ MultiReduceParams p,
+                          const __grid_constant__ MultiReduceBuffers b,
+                          const T* __restrict__ partials) {
+  using Op = SumOfSquaresOf<T>;
+  const int t = multi_tensor_of(p, int(blockIdx.x), true);
+  const MultiReduceTensor& m = p.tensor[t];
+  const int64_t o =
+      (int64_t(blockIdx.x) - m.first_finish_block) * kRowsPerWarpBlock + threadIdx.x / kWarp;
+  const int lane = int(threadIdx.x) % kWarp;
+  T acc = Op::identity();
+  if (o < m.outputs)
+    for (int q = lane; q < m.splits; q += kWarp)
+      acc = Op::combine(acc, partials[m.partials + o * m.splits + q]);
+  acc = warp_reduce<Op>(acc);
+  if (lane == 0 && o < m.outputs) static_cast<T*>(b.output[t])[o] = acc;
 }
 
 // ---------------------------------------------------------------------------
@@ -466,6 +591,17 @@ void launch_rows(const ReduceParams& p, const Layout& layout, const void* input,
   reduce_rows<Op, Layout><<<grid, block, 0, stream>>>(
       static_cast<const typename Op::In*>(input), static_cast<typename Op::Out*>(output),
       static_cast<typename Op::Acc*>(scratch), layout, s);
+}
+
+// Whether sum_columns_f32x4 computes p for Op: a plain f32 sum planned
+// with vector_columns, the input 16-byte aligned.
+template <class Op>
+bool vectorizable(const ReduceParams&, const void*) {
+  return false;
+}
+template <>
+bool vectorizable<SumOf<float>>(const ReduceParams& p, const void* input) {
+  return p.vector_columns && p.inner % 4 == 0 && reinterpret_cast<uintptr_t>(input) % 16 == 0;
 }
 
 template <class Op>
@@ -494,11 +630,18 @@ cudaError_t launch_op(const ReduceParams& p, const void* input, void* output, vo
     }
     case ReduceLayout::Columns: {
       int64_t groups = p.outputs / p.inner;
-      int64_t tiles = groups * ((p.inner + kReduceColumnTile - 1) / kReduceColumnTile);
-      dim3 grid(unsigned(tiles), unsigned(p.splits)), block(kReduceColumnTile, kColumnDepth);
-      reduce_columns<Op><<<grid, block, 0, stream>>>(static_cast<const typename Op::In*>(input),
-                                                     static_cast<typename Op::Out*>(output),
-                                                     partials, p.inner, s);
+      dim3 block(kReduceColumnTile, kColumnDepth);
+      if (vectorizable<Op>(p, input)) {
+        int64_t tiles = groups * ((p.inner / 4 + kReduceColumnTile - 1) / kReduceColumnTile);
+        sum_columns_f32x4<<<dim3(unsigned(tiles), unsigned(p.splits)), block, 0, stream>>>(
+            static_cast<const float*>(input), static_cast<float*>(output),
+            reinterpret_cast<float*>(partials), p.inner, s);
+      } else {
+        int64_t tiles = groups * ((p.inner + kReduceColumnTile - 1) / kReduceColumnTile);
+        reduce_columns<Op><<<dim3(unsigned(tiles), unsigned(p.splits)), block, 0, stream>>>(
+            static_cast<const typename Op::In*>(input), static_cast<typename Op::Out*>(output),
+            partials, p.inner, s);
+      }
       output_stride = 1;  // columns: [split][output]
       split_stride = p.outputs;
       break;
@@ -559,6 +702,23 @@ bool visit_reduce(const ReduceParams& p, Visit&& visit) {
   return false;
 }
 
+// Kernel parameters beyond 4 KiB need a recent driver: stay under.
+static_assert(sizeof(MultiReduceParams) + sizeof(MultiReduceBuffers) + sizeof(void*) <= 4096);
+
+template <class T>
+cudaError_t launch_multi(const MultiReduceParams& p, const MultiReduceBuffers& b, void* scratch,
+                         cudaStream_t stream) {
+  T* partials = static_cast<T*>(scratch);
+  if (p.blocks > 0)
+    multi_sum_of_squares<T><<<unsigned(p.blocks), kReduceBlock, 0, stream>>>(p, b, partials);
+  if (p.finish_blocks > 0) {
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    multi_finish_partials<T>
+        <<<unsigned(p.finish_blocks), kReduceBlock, 0, stream>>>(p, b, partials);
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 size_t reduce_scratch_bytes(const ReduceParams& p) {
@@ -576,6 +736,15 @@ cudaError_t launch_reduce(const ReduceParams& p, const void* input, void* output
   visit_reduce(
       p, [&](auto op) { status = launch_op<decltype(op)>(p, input, output, scratch, stream); });
   return status;
+}
+
+cudaError_t launch_multi_sum_of_squares(const MultiReduceParams& p, const MultiReduceBuffers& b,
+                                        void* scratch, cudaStream_t stream) {
+  switch (p.type) {
+    case ReduceType::F32: return launch_multi<float>(p, b, scratch, stream);
+    case ReduceType::F64: return launch_multi<double>(p, b, scratch, stream);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace sexpgpu::cuda

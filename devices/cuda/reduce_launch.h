@@ -60,11 +60,16 @@ struct ReduceParams {
   // above 1, their partial results go to scratch and a second kernel
   // combines them in a fixed order.
   int splits = 1;
+  // Columns, a sum of f32 (not squared) with inner a multiple of 4: each
+  // thread sums 4 adjacent columns with 16-byte loads (when the input is
+  // 16-byte aligned; otherwise the plain kernel runs with the same splits).
+  bool vector_columns = false;
 };
 
 // Threads per block of every reduction kernel.
 inline constexpr int kReduceBlock = 256;
-// Columns: a block covers this many adjacent outputs (one warp's width).
+// Columns: a block covers this many adjacent outputs (one warp's width),
+// or with vector_columns this many vectors of 4.
 inline constexpr int kReduceColumnTile = 32;
 
 // Scratch bytes the launch needs: the partial results when splits > 1.
@@ -72,5 +77,37 @@ size_t reduce_scratch_bytes(const ReduceParams& params);
 
 cudaError_t launch_reduce(const ReduceParams& params, const void* input, void* output,
                           void* scratch, cudaStream_t stream);
+
+// Sums of squares of many tensors (an optimizer's gradient norms), Rows
+// layout, in one reducing launch and one finishing launch. Each tensor
+// keeps the split plan, block shape and summation tree that launch_reduce
+// gives its own ReduceParams, so its result is bit for bit the same.
+inline constexpr int kMultiReduceMaxTensors = 48;  // the parameters stay under 4 KiB
+
+struct MultiReduceTensor {
+  int64_t outputs = 0, count = 0;
+  int64_t partials = 0;  // its first partial in scratch, in elements
+  int32_t splits = 1;
+  int32_t threads_per_output = 32;
+  int32_t first_block = 0;         // its first block of the reducing launch
+  int32_t first_finish_block = 0;  // and of the finishing one (none when splits is 1)
+};
+
+struct MultiReduceParams {
+  ReduceType type = ReduceType::F32;  // F32 or F64
+  int32_t tensors = 0;
+  int32_t blocks = 0, finish_blocks = 0;  // of all tensors
+  MultiReduceTensor tensor[kMultiReduceMaxTensors];
+};
+
+// The tensors' buffers, known at launch: tensor t reads input[t], writes output[t].
+struct MultiReduceBuffers {
+  const void* input[kMultiReduceMaxTensors];
+  void* output[kMultiReduceMaxTensors];
+};
+
+cudaError_t launch_multi_sum_of_squares(const MultiReduceParams& params,
+                                        const MultiReduceBuffers& buffers, void* scratch,
+                                        cudaStream_t stream);
 
 }  // namespace sexpgpu::cuda

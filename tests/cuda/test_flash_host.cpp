@@ -15,6 +15,7 @@
 #include "flash_tensor_grad.h"
 // clang-format on
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -318,5 +319,38 @@ TEST_CASE("tensor-core flash attention on the host emulation", "[cuda][attention
     INFO(c.name << ": B=" << c.b << " H=" << c.h << " Tq=" << c.tq << " Tk=" << c.tk
                 << " D=" << c.d);
     c.f16 ? run<F16>(c) : run<Bf16>(c);
+  }
+}
+
+// The forward's block order (grouped_query_tile) must give every (batch*head,
+// query tile) to exactly one block, also when the keys and values of all
+// batch*heads outgrow a group (sizes too large to run here, so only the map).
+TEST_CASE("tensor-core flash attention block order covers every tile once", "[cuda][attention]") {
+  struct Grid {
+    unsigned heads, tiles;
+    int64_t tk, d;
+  };
+  const Grid grids[] = {{192, 8, 1024, 64},   {7, 3, 3 << 20, 64}, {5, 4, 1 << 20, 32},
+                        {33, 2, 1 << 14, 64}, {4, 5, 0, 64},       {1, 1, 50, 20},
+                        {300, 16, 4096, 128}, {6, 1, 1 << 22, 256}};
+  for (const Grid& g : grids) {
+    INFO("heads " << g.heads << " tiles " << g.tiles << " tk " << g.tk << " d " << g.d);
+    AttentionParams p;
+    p.tk = g.tk;
+    p.d = g.d;
+    gridDim = {g.heads, g.tiles, 1};
+    std::vector<int> seen(size_t(g.heads) * g.tiles, 0);
+    bool in_range = true;
+    for (unsigned y = 0; y < g.tiles; ++y)
+      for (unsigned x = 0; x < g.heads; ++x) {
+        blockIdx = {x, y, 0};
+        const flash::BlockTile t = flash::grouped_query_tile<128>(p);
+        const bool ok =
+            t.bh >= 0 && t.bh < g.heads && t.q0 >= 0 && t.q0 % 128 == 0 && t.q0 / 128 < g.tiles;
+        in_range &= ok;
+        if (ok) ++seen[size_t(t.bh) * g.tiles + size_t(t.q0 / 128)];
+      }
+    CHECK(in_range);
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
   }
 }

@@ -1,0 +1,99 @@
+// Sums of squares of a function's inputs (an optimizer's gradient norms)
+// are planned as multi-tensor launches, one per dtype: checked on the plan,
+// which needs no GPU; the values are checked on a GPU by the conformance
+// suite and the optimizer tests.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "catch.hpp"
+#include "context.h"
+#include "ir/graph.h"
+#include "nvrtc_cache.h"
+#include "program.h"
+
+using namespace sexpgpu;
+using ir::DType;
+using ir::NodeId;
+using ir::Op;
+
+namespace {
+
+cuda::Context plan_context(cuda::NvrtcCache& cache) {
+  static std::string dir = [] {
+    char name[] = "/tmp/sexpgpu-cuda-test-XXXXXX";
+    return std::string(mkdtemp(name) ? name : "/tmp");
+  }();
+  setenv("SEXPGPU_CACHE_DIR", dir.c_str(), 1);
+  cuda::Context c;
+  c.plan_only = true;
+  c.name = "NVIDIA H200";
+  c.sm_count = 132;
+  c.compute_capability = 90;
+  c.memory_bytes = size_t(141) << 30;
+  c.nvrtc = &cache;
+  return c;
+}
+
+ir::Shape shape(std::initializer_list<int64_t> v) {
+  ir::Dims d;
+  for (int64_t x : v) d.push_back(x);
+  return ir::Shape(d);
+}
+
+}  // namespace
+
+TEST_CASE("sums of squares of inputs share multi-tensor launches", "[cuda][reduce]") {
+  ir::Module module;
+  module.functions.emplace_back();
+  ir::Function& fn = module.functions.back();
+  fn.name = "norm";
+  ir::Builder b(fn);
+  auto add = [&](Op op, std::initializer_list<NodeId> operands) {
+    ir::Result<NodeId> r = b.add(op, operands, ir::Attrs{});
+    INFO(r.error());
+    REQUIRE(r.ok());
+    return *r;
+  };
+  auto sum_of_squares = [&](NodeId x) { return add(Op::Sum, {add(Op::Square, {x})}); };
+  // A warp's row, a split block's row and a vector: one f32 launch. One f64
+  // tensor launches alone, and so does a square of a computed value.
+  NodeId g0 = b.input("g0", {DType::F32, shape({768})});
+  NodeId g1 = b.input("g1", {DType::F32, shape({2304, 768})});
+  NodeId g2 = b.input("g2", {DType::F32, shape({7})});
+  NodeId g3 = b.input("g3", {DType::F64, shape({3, 5})});
+  NodeId total = add(Op::Add, {sum_of_squares(g0), sum_of_squares(g1)});
+  total = add(Op::Add, {total, sum_of_squares(g2)});
+  total = add(Op::Add, {total, sum_of_squares(add(Op::Exp, {g2}))});
+  fn.outputs.push_back({"total", total});
+  fn.outputs.push_back({"f64", sum_of_squares(g3)});
+
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = plan_context(cache);
+  auto program = cuda::Program::compile(module, "norm", ctx);
+  INFO(program.error());
+  REQUIRE(program.ok());
+  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
+  std::vector<std::string> kernels;
+  for (const auto& s : report["steps"]) kernels.push_back(s["kernel"]);
+  INFO(report.dump(1));
+  REQUIRE(!kernels.empty());
+  CHECK(kernels[0].find("multi-tensor x3 sum<f32> of squares rows") == 0);
+  CHECK(report["steps"][0]["ops"].size() == 6);    // three squares and three sums
+  CHECK(report["steps"][0]["scratch_bytes"] > 0);  // g1's rows are split
+  int multi = 0, single = 0;
+  for (const std::string& k : kernels) {
+    multi += k.find("multi-tensor") == 0;
+    single += k.find("sum<") == 0;
+  }
+  CHECK(multi == 1);
+  CHECK(single == 2);  // exp(g2)'s and g3's
+
+  setenv("SEXPGPU_CUDA_MULTI_TENSOR", "0", 1);
+  auto separate = cuda::Program::compile(module, "norm", ctx);
+  unsetenv("SEXPGPU_CUDA_MULTI_TENSOR");
+  REQUIRE(separate.ok());
+  nlohmann::json apart = nlohmann::json::parse((*separate)->report_json());
+  CHECK(apart["kernels"].get<int>() == report["kernels"].get<int>() + 2);
+}
