@@ -31,6 +31,7 @@ inline Context plan_context(NvrtcCache* cache = nullptr) {
   c.sm_count = 132;
   c.compute_capability = 90;
   c.shared_memory_per_block = 232448;
+  c.memory_bytes = size_t(143771) << 20;
   if (cache) {
     fresh_kernel_cache();
     c.nvrtc = cache;

@@ -2,15 +2,13 @@
 // are planned as multi-tensor launches, one per dtype: checked on the plan,
 // which needs no GPU; the values are checked on a GPU by the conformance
 // suite and the optimizer tests.
-#include <stdlib.h>
-
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
 #include "context.h"
 #include "ir/graph.h"
 #include "nvrtc_cache.h"
+#include "plan_context.h"
 #include "program.h"
 
 using namespace sexpgpu;
@@ -19,22 +17,6 @@ using ir::NodeId;
 using ir::Op;
 
 namespace {
-
-cuda::Context plan_context(cuda::NvrtcCache& cache) {
-  static std::string dir = [] {
-    char name[] = "/tmp/sexpgpu-cuda-test-XXXXXX";
-    return std::string(mkdtemp(name) ? name : "/tmp");
-  }();
-  setenv("SEXPGPU_CACHE_DIR", dir.c_str(), 1);
-  cuda::Context c;
-  c.plan_only = true;
-  c.name = "NVIDIA H200";
-  c.sm_count = 132;
-  c.compute_capability = 90;
-  c.memory_bytes = size_t(141) << 30;
-  c.nvrtc = &cache;
-  return c;
-}
 
 ir::Shape shape(std::initializer_list<int64_t> v) {
   ir::Dims d;
@@ -70,7 +52,7 @@ TEST_CASE("sums of squares of inputs share multi-tensor launches", "[cuda][reduc
   fn.outputs.push_back({"f64", sum_of_squares(g3)});
 
   cuda::NvrtcCache cache(90);
-  cuda::Context ctx = plan_context(cache);
+  cuda::Context ctx = cuda::testing::plan_context(&cache);
   auto program = cuda::Program::compile(module, "norm", ctx);
   INFO(program.error());
   REQUIRE(program.ok());
