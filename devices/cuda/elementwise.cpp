@@ -2,8 +2,8 @@
 // per node or fusion group, registered with the device's NVRTC cache at
 // compile time and launched over a grid-stride loop. Groups with views are
 // planned by elementwise_views.h; the rest walk their operands with
-// collapsed strides, each thread taking vectors of consecutive elements,
-// several a trip, when the geometry allows.
+// collapsed strides, each thread taking a vector of consecutive elements
+// when the geometry allows.
 #include "elementwise.h"
 
 #include <algorithm>
@@ -136,18 +136,18 @@ std::string kernel_head(const ElementwiseGroup& g, const std::string& name) {
 
 // The coordinates c0... of the walk at element `i`, for offsets that use them.
 std::string coordinates(const Walk& w, const std::vector<std::string>& offsets,
-                        const std::string& idx, const std::string& indent = "    ") {
+                        const std::string& idx) {
   bool used = std::any_of(offsets.begin(), offsets.end(),
                           [](const std::string& o) { return o.find('c') != std::string::npos; });
   if (!used) return {};
-  std::string s = indent + idx + " rest = i;\n";
+  std::string s = "    " + idx + " rest = i;\n";
   for (size_t a = w.dims.size(); a-- > 0;) {
     std::string c = "c" + std::to_string(a);
     if (a == 0) {
-      s += indent + "const " + idx + " " + c + " = rest;\n";
+      s += "    const " + idx + " " + c + " = rest;\n";
     } else {
       std::string d = std::to_string(w.dims[a]);
-      s += indent + "const " + idx + " " + c + " = rest % " + d + "; rest /= " + d + ";\n";
+      s += "    const " + idx + " " + c + " = rest % " + d + "; rest /= " + d + ";\n";
     }
   }
   return s;
@@ -180,62 +180,45 @@ int vector_width(const ElementwiseGroup& g, const Walk& w) {
   return v;
 }
 
-// Whether operand `k` is walked contiguously in whole vectors of v.
-bool whole_vectors(const Walk& w, size_t k, int v) {
-  const ir::Dims& st = w.strides[k];
-  return st.back() == 1 &&
-         std::all_of(st.begin(), st.end() - 1, [&](int64_t t) { return t % v == 0; });
-}
-
-int unroll_for(const ElementwiseGroup& g, const Walk& w, int v) {
-  size_t bytes = 0;
-  for (size_t k = 0; k < g.externals.size(); ++k)
-    if (whole_vectors(w, k, v)) bytes += size_t(v) * ir::size_bytes(g.externals[k].dtype);
-  return vectors_per_trip(bytes);
-}
-
 // The kernel over vectors of v consecutive elements (v divides the inner
-// axis). Each trip a thread takes u vectors a grid apart: first it loads
-// every whole vector and stretched element of them, then computes and
-// stores each; operands walked otherwise load element by element there.
+// axis): operands walked contiguously with whole aligned vectors load as
+// vectors, stretched ones once, others element by element.
 std::string vector_source(const ElementwiseGroup& g, const Walk& w, int v,
                           const std::string& name) {
   const std::string idx = wide_index(g.output.shape.numel().value_or(0)) ? "long long" : "int";
-  const int unroll = unroll_for(g, w, v);
-  const std::string vs = std::to_string(v), us = std::to_string(unroll);
-  const std::string each_vector = each_vector_of_trip(idx, unroll, v);
-  std::string s = kernel_head(g, name) + trip_loop(idx, unroll, v);
-  std::vector<std::string> offsets, loaded_offsets, later_offsets, elements;
+  const std::string cast = "(" + idx + ")", vs = std::to_string(v);
+  std::string s = kernel_head(g, name);
+  s += "  const " + idx + " vectors = " + cast + "(n / " + vs + ");\n";
+  s += "  for (" + idx + " q = " + cast +
+       "blockIdx.x * blockDim.x + threadIdx.x; q < vectors; q += " + cast +
+       "gridDim.x * blockDim.x) {\n";
+  s += "    const " + idx + " i = q * " + vs + ";\n";
+  std::vector<std::string> offsets, elements;
   for (size_t k = 0; k < g.externals.size(); ++k) offsets.push_back(offset(w, k));
-  std::string declare, loads;
+  s += coordinates(w, offsets, idx);
   for (size_t k = 0; k < g.externals.size(); ++k) {
     const ir::Dims& st = w.strides[k];
     std::string in = "in" + std::to_string(k), x = "a" + std::to_string(k);
     std::string type = storage_type(g.externals[k].dtype);
-    if (whole_vectors(w, k, v)) {
-      declare += "    " + type + " " + x + "[" + us + "][" + vs + "];\n";
-      loads += "      sg_load_vec<" + type + ", " + vs + ">(" + in + " + (" + offsets[k] + "), " +
-               x + "[u]);\n";
-      loaded_offsets.push_back(offsets[k]);
-      elements.push_back(x + "[u][j]");
+    bool whole = st.back() == 1 &&
+                 std::all_of(st.begin(), st.end() - 1, [&](int64_t t) { return t % v == 0; });
+    if (whole) {
+      s += "    " + type + " " + x + "[" + vs + "];\n";
+      s += "    sg_load_vec<" + type + ", " + vs + ">(" + in + " + (" + offsets[k] + "), " + x +
+           ");\n";
+      elements.push_back(x + "[j]");
     } else if (st.back() == 0) {
-      declare += "    " + type + " " + x + "[" + us + "];\n";
-      loads += "      " + x + "[u] = " + in + "[" + offsets[k] + "];\n";
-      loaded_offsets.push_back(offsets[k]);
-      elements.push_back(x + "[u]");
+      s += "    const " + type + " " + x + " = " + in + "[" + offsets[k] + "];\n";
+      elements.push_back(x);
     } else {
-      later_offsets.push_back(offsets[k]);
       elements.push_back(in + "[(" + offsets[k] + ") + j * " + std::to_string(st.back()) + "]");
     }
   }
-  s += declare;
-  s += each_vector + coordinates(w, loaded_offsets, idx, "      ") + loads + "    }\n";
   std::string out_type = storage_type(g.output.dtype);
-  s += each_vector + coordinates(w, later_offsets, idx, "      ");
-  s += "      " + out_type + " o[" + vs + "];\n";
-  s += "#pragma unroll\n      for (int j = 0; j < " + vs + "; ++j) {\n";
-  s += body(g, elements, "o[j]", "        ");
-  s += "      }\n      sg_store_vec<" + out_type + ", " + vs + ">(out + i, o);\n    }\n";
+  s += "    " + out_type + " o[" + vs + "];\n";
+  s += "#pragma unroll\n    for (int j = 0; j < " + vs + "; ++j) {\n";
+  s += body(g, elements, "o[j]", "      ");
+  s += "    }\n    sg_store_vec<" + out_type + ", " + vs + ">(out + i, o);\n";
   return s + "  }\n}\n";
 }
 
@@ -247,19 +230,6 @@ std::string vector_name(const std::string& name) {
 unsigned grid_for(long long threads, const Context& context) {
   long long sms = std::max(context.sm_count, 1);
   return unsigned(std::max(1LL, std::min((threads + kBlock - 1) / kBlock, sms * 32)));
-}
-
-// The vector kernel's grid: a thread a vector up to one wave of full
-// multiprocessors (8 blocks of 256 threads each), so that a small tensor
-// is one round of loads and a big one loops with every thread equally busy
-// rather than leaving a partial last wave. At most kMaxVectorGrid blocks
-// keeps q0 + 4 strides (vectors_per_trip) within wide_index's margin.
-constexpr long long kResidentBlocks = 8, kMaxVectorGrid = 8192;
-
-unsigned vector_grid(long long vectors, const Context& context) {
-  long long sms = std::max(context.sm_count, 1);
-  long long wave = std::min(sms * kResidentBlocks, kMaxVectorGrid);
-  return unsigned(std::max(1LL, std::min((vectors + kBlock - 1) / kBlock, wave)));
 }
 
 std::string launch_generated(const GeneratedKernel& kernel, unsigned blocks, const LaunchArgs& a,
@@ -340,7 +310,7 @@ KernelResult make_group_kernel(const ElementwiseGroup& g, Context& context) {
   // The vector kernel is in the scalar one's source.
   std::shared_ptr<GeneratedKernel> vector =
       v > 1 ? context.nvrtc->add(vector_name(name), "") : nullptr;
-  const unsigned blocks = grid_for(n, context), vector_blocks = vector_grid(n / v, context);
+  const unsigned blocks = grid_for(n, context), vector_blocks = grid_for(n / v, context);
   const size_t operands = g.externals.size();
   LaunchFn launch = [scalar, vector, n, blocks, vector_blocks,
                      operands](const LaunchArgs& a) -> std::string {

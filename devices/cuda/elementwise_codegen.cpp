@@ -4,7 +4,6 @@
 // gives meaning to.
 #include "elementwise_codegen.h"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "creation_launch.h"
@@ -70,28 +69,6 @@ std::string raw_constant(double value, DType d) {
 
 std::string constant(double value, DType d) {
   return load(d, raw_constant(value, d));
-}
-
-int vectors_per_trip(size_t bytes) {
-  constexpr size_t kLoadBytes = 128, kMost = 4;
-  if (bytes == 0) return 1;  // nothing to issue ahead
-  return int(std::clamp<size_t>(kLoadBytes / std::max<size_t>(bytes, 16), 1, kMost));
-}
-
-std::string trip_loop(const std::string& idx, int unroll, int v) {
-  const std::string cast = "(" + idx + ")";
-  return "  const " + idx + " vectors = " + cast + "(n / " + std::to_string(v) + ");\n" +
-         "  const " + idx + " stride = " + cast + "gridDim.x * blockDim.x;\n" + "  for (" + idx +
-         " q0 = " + cast +
-         "blockIdx.x * blockDim.x + threadIdx.x; q0 < vectors; q0 += " + std::to_string(unroll) +
-         " * stride) {\n";
-}
-
-std::string each_vector_of_trip(const std::string& idx, int unroll, int v) {
-  return "#pragma unroll\n    for (int u = 0; u < " + std::to_string(unroll) +
-         "; ++u) {\n      const " + idx + " q = q0 + u * stride;\n" +
-         "      if (q >= vectors) break;\n      const " + idx + " i = q * " + std::to_string(v) +
-         ";\n";
 }
 
 namespace {

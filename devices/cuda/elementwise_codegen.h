@@ -23,18 +23,6 @@ std::string store(ir::DType d, const std::string& value);
 std::string raw_constant(double value, ir::DType d);
 std::string constant(double value, ir::DType d);
 
-// Vectors a thread of a vector kernel takes per trip, all loaded before
-// any is computed, for `bytes` loaded per vector: about 128 bytes of loads
-// in flight a thread (memory latency hides behind bytes in flight), 1 to 4;
-// 1 when nothing is loaded ahead.
-int vectors_per_trip(size_t bytes);
-// A vector kernel's loop over trips of `unroll` vectors of v elements a
-// grid apart (q0: the trip's first vector, index type `idx`), and the head
-// of a loop over a trip's vectors that defines q and i (its first element)
-// and leaves at the end of the tensor. Both are closed by the caller.
-std::string trip_loop(const std::string& idx, int unroll, int v);
-std::string each_vector_of_trip(const std::string& idx, int unroll, int v);
-
 // One operand of a node: its register name and dtype.
 struct Operand {
   std::string name;

@@ -474,27 +474,12 @@ int view_vector_width(const ElementwiseGroup& g, const ViewPlan& plan) {
 
 namespace {
 
-// Whether step `k` is a load stepping along the vector outside any guard:
-// those are issued for all of a trip's vectors before any is computed.
-std::vector<bool> hoisted_loads(const ViewPlan& plan, int v) {
-  std::vector<bool> hoisted(plan.steps.size(), false);
-  int depth = 0;
-  for (size_t k = 0; k < plan.steps.size(); ++k) {
-    const ViewStep& step = plan.steps[k];
-    if (step.kind == ViewStep::Guarded) ++depth;
-    if (step.kind == ViewStep::EndGuard) --depth;
-    hoisted[k] = depth == 0 && step.kind == ViewStep::Load && along(step.offset, v) == Along::Step;
-  }
-  return hoisted;
-}
-
 // The vector form's steps: every register an array of v values; loads
-// that step along the vector move as one aligned vector (the hoisted ones
-// already in w<reg>[u]), loads fixed along it once, others element by
-// element. Bounds are the same for the whole vector (view_vector_width),
-// so a guard tests its first element.
+// that step along the vector move as one aligned vector, loads fixed along
+// it once, others element by element. Bounds are the same for the whole
+// vector (view_vector_width), so a guard tests its first element.
 std::string vector_steps(const ElementwiseGroup& g, const ViewPlan& plan, int v, bool raw,
-                         const std::vector<bool>& hoisted, std::string& indent) {
+                         std::string& indent) {
   using namespace codegen;
   const std::string vs = std::to_string(v), each = "#pragma unroll\n";
   auto type = [&](int reg) {
@@ -506,8 +491,7 @@ std::string vector_steps(const ElementwiseGroup& g, const ViewPlan& plan, int v,
     return each + indent + "for (int j = 0; j < " + vs + "; ++j) " + line + "\n";
   };
   std::string s;
-  for (size_t k = 0; k < plan.steps.size(); ++k) {
-    const ViewStep& step = plan.steps[k];
+  for (const ViewStep& step : plan.steps) {
     std::string declare =
         indent + (step.reg >= 0 ? type(step.reg) + " " + r(step.reg) + "[" + vs + "];\n" : "");
     switch (step.kind) {
@@ -517,10 +501,7 @@ std::string vector_steps(const ElementwiseGroup& g, const ViewPlan& plan, int v,
         auto value = [&](const std::string& e) { return raw ? e : load(d, e); };
         Along a = along(step.offset, v);
         s += declare;
-        if (hoisted[k]) {
-          s +=
-              loop(r(step.reg) + "[j] = " + value("w" + std::to_string(step.reg) + "[u][j]") + ";");
-        } else if (a == Along::Step) {
+        if (a == Along::Step) {
           std::string words = "w" + std::to_string(step.reg);
           s += indent + st + " " + words + "[" + vs + "];\n";
           s += indent + "sg_load_vec<" + st + ", " + vs + ">(" + in + " + " + print(step.offset) +
@@ -608,38 +589,18 @@ std::string view_source(const ElementwiseGroup& g, const ViewPlan& plan, int v,
     s += indent + "out[i] = " + (raw ? result : store(g.output.dtype, result)) + ";\n";
     return s + "  }\n}\n";
   }
-  // Each trip a thread takes `unroll` vectors a grid apart: first the hoisted
-  // loads of all of them, then the rest of each one's steps and its store.
-  const std::vector<bool> hoisted = hoisted_loads(plan, v);
-  size_t bytes = 0;
-  for (size_t k = 0; k < plan.steps.size(); ++k)
-    if (hoisted[k])
-      bytes += size_t(v) * ir::size_bytes(g.externals[size_t(plan.steps[k].source)].dtype);
-  const int unroll = vectors_per_trip(bytes);
-  const std::string us = std::to_string(unroll);
-  std::string declare, loads;
-  for (size_t k = 0; k < plan.steps.size(); ++k) {
-    if (!hoisted[k]) continue;
-    const ViewStep& step = plan.steps[k];
-    std::string st = storage_type(g.externals[size_t(step.source)].dtype);
-    std::string words = "w" + std::to_string(step.reg);
-    declare += "    " + st + " " + words + "[" + us + "][" + vs + "];\n";
-    loads += "      sg_load_vec<" + st + ", " + vs + ">(in" + std::to_string(step.source) + " + " +
-             print(step.offset) + ", " + words + "[u]);\n";
-  }
-  const std::string each_vector = each_vector_of_trip(idx, unroll, v);
-  s += trip_loop(idx, unroll, v);
-  s += declare;
-  if (!loads.empty()) s += each_vector + loads + "    }\n";
-  s += each_vector;
-  indent = "      ";
-  s += vector_steps(g, plan, v, raw, hoisted, indent);
+  s += "  const " + idx + " vectors = " + cast + "(n / " + vs + ");\n";
+  s += "  for (" + idx + " q = " + cast +
+       "blockIdx.x * blockDim.x + threadIdx.x; q < vectors; q += " + cast +
+       "gridDim.x * blockDim.x) {\n";
+  s += "    const " + idx + " i = q * " + vs + ";\n";
+  s += vector_steps(g, plan, v, raw, indent);
   s += indent + out_type + " o[" + vs + "];\n";
   std::string element = result + "[j]";
   s += "#pragma unroll\n" + indent + "for (int j = 0; j < " + vs +
        "; ++j) o[j] = " + (raw ? element : store(g.output.dtype, element)) + ";\n";
   s += indent + "sg_store_vec<" + out_type + ", " + vs + ">(out + i, o);\n";
-  return s + "    }\n  }\n}\n";
+  return s + "  }\n}\n";
 }
 
 }  // namespace sexpgpu::cuda
