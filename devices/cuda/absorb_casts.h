@@ -5,6 +5,11 @@
 // product. Where the op's kernel reads and writes half storage itself
 // (converting on load and rounding on store, the same values), those copies
 // go: the op reads the cast's operand, and writes the cast's dtype.
+//
+// Two more change where rounding happens (docs/numerics.md says so): a sum
+// of f32 values also rounded to half for a matrix product reads the half
+// copy (a bias gradient, as under PyTorch's autocast), and a half product
+// read only through a cast to f32 writes its f32 accumulator directly.
 #pragma once
 
 #include <vector>

@@ -122,11 +122,13 @@ std::string set_batch(cublasLtMatrixLayout_t layout, int32_t count, int64_t stri
   return {};
 }
 
-std::string describe(LtPlan& p, const Geometry& g, DType d, bool ta, bool tb, int32_t batch,
-                     Precision precision) {
-  p.f64 = d == DType::F64;
+// `in` is the operands' dtype, `out` the result's (f32 for half operands
+// whose product is read in f32).
+std::string describe(LtPlan& p, const Geometry& g, DType in, DType out, bool ta, bool tb,
+                     int32_t batch, Precision precision) {
+  p.f64 = in == DType::F64;
   cublasComputeType_t compute = p.f64 ? CUBLAS_COMPUTE_64F
-                                : d == DType::F32 && precision != Precision::F32
+                                : in == DType::F32 && precision != Precision::F32
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
                                     : CUBLAS_COMPUTE_32F;
   SG_CUBLAS_RETURN_IF_ERROR(
@@ -138,12 +140,12 @@ std::string describe(LtPlan& p, const Geometry& g, DType d, bool ta, bool tb, in
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
   SG_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
-  cudaDataType_t t = data_type(d);
+  cudaDataType_t t = data_type(in);
   uint64_t a_rows = tb ? g.K : g.N, a_cols = tb ? g.N : g.K;
   uint64_t b_rows = ta ? g.M : g.K, b_cols = ta ? g.K : g.M;
   SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.a, t, a_rows, a_cols, int64_t(a_rows)));
   SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.b, t, b_rows, b_cols, int64_t(b_rows)));
-  SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.c, t, g.N, g.M, g.N));
+  SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&p.c, data_type(out), g.N, g.M, g.N));
   if (batch > 1) {
     if (std::string e = set_batch(p.a, batch, g.b_stride); !e.empty()) return e;
     if (std::string e = set_batch(p.b, batch, g.a_stride); !e.empty()) return e;
@@ -225,10 +227,10 @@ FillDType fill_dtype(DType d) {
   }
 }
 
-bool open_bench(Bench& bench, const Extents& n, DType d, const Context& ctx) {
-  size_t elem = ir::size_bytes(d);
+bool open_bench(Bench& bench, const Extents& n, DType in, DType out, const Context& ctx) {
+  size_t elem = ir::size_bytes(in);
   size_t a = aligned(size_t(n.a) * elem), b = aligned(size_t(n.b) * elem);
-  size_t c = aligned(size_t(n.c) * elem), w = aligned(ctx.cublas_workspace_bytes);
+  size_t c = aligned(size_t(n.c) * ir::size_bytes(out)), w = aligned(ctx.cublas_workspace_bytes);
   if (cudaMalloc(&bench.memory, a + b + c + w) != cudaSuccess) return false;
   char* base = static_cast<char*>(bench.memory);
   bench.a = base;
@@ -238,8 +240,8 @@ bool open_bench(Bench& bench, const Extents& n, DType d, const Context& ctx) {
   return cudaStreamCreateWithFlags(&bench.stream, cudaStreamNonBlocking) == cudaSuccess &&
          cudaEventCreate(&bench.start) == cudaSuccess &&
          cudaEventCreate(&bench.stop) == cudaSuccess &&
-         launch_fill_uniform(bench.a, n.a, fill_dtype(d), bench.stream) == cudaSuccess &&
-         launch_fill_uniform(bench.b, n.b, fill_dtype(d), bench.stream) == cudaSuccess;
+         launch_fill_uniform(bench.a, n.a, fill_dtype(in), bench.stream) == cudaSuccess &&
+         launch_fill_uniform(bench.b, n.b, fill_dtype(in), bench.stream) == cudaSuccess;
 }
 
 // Milliseconds per product of `reps` back-to-back launches; none when a
@@ -275,9 +277,9 @@ constexpr double kMinTunedFlops = 1e9;
 // when the timing could not run (no memory, a failed launch).
 std::optional<cublasLtMatmulAlgo_t> fastest(const LtPlan& p, const Context& ctx,
                                             const std::vector<cublasLtMatmulAlgo_t>& algos,
-                                            const Extents& n, DType d) {
+                                            const Extents& n, DType in, DType out) {
   Bench bench;
-  if (!open_bench(bench, n, d, ctx)) return std::nullopt;
+  if (!open_bench(bench, n, in, out, ctx)) return std::nullopt;
   std::vector<cublasLtMatmulAlgo_t> usable;
   for (const cublasLtMatmulAlgo_t& algo : algos)
     if (multiply(p, ctx, algo, bench.a, bench.b, bench.c, bench.workspace, bench.stream) ==
@@ -313,8 +315,8 @@ TunedCache& tuned_cache() {
 
 // The heuristic's first algorithm, or (non-deterministic runs) the fastest
 // of its first few; a timing that cannot run falls back to the first.
-std::string choose_algorithm(LtPlan& p, const Context& ctx, const Extents& n, DType d, double flops,
-                             const std::string& product) {
+std::string choose_algorithm(LtPlan& p, const Context& ctx, const Extents& n, DType in, DType out,
+                             double flops, const std::string& product) {
   std::vector<cublasLtMatmulAlgo_t> algos;
   bool tune = !ctx.deterministic && flops >= kMinTunedFlops;
   if (std::string e = heuristic(p, ctx, tune ? kCandidates : 1, algos); !e.empty()) return e;
@@ -328,29 +330,30 @@ std::string choose_algorithm(LtPlan& p, const Context& ctx, const Extents& n, DT
   std::lock_guard lock(cache.mutex);
   auto [it, fresh] = cache.chosen.try_emplace(key, algos.front());
   if (fresh)
-    if (std::optional<cublasLtMatmulAlgo_t> best = fastest(p, ctx, algos, n, d)) it->second = *best;
+    if (std::optional<cublasLtMatmulAlgo_t> best = fastest(p, ctx, algos, n, in, out))
+      it->second = *best;
   p.algo = it->second;
   return {};
 }
 
 KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool tb) {
-  DType d = r.output.dtype;
-  size_t elem = ir::size_bytes(d);
+  const DType d = r.inputs[0].dtype, out = r.output.dtype;
+  const size_t elem = ir::size_bytes(d), out_elem = ir::size_bytes(out);
   int64_t count = int64_t(g.a_offsets.size());
   bool one_call = g.strided || count == 1;
   auto plan = std::make_shared<LtPlan>();
   int32_t batch = one_call && !g.folded ? int32_t(count) : 1;
-  if (std::string e = describe(*plan, g, d, ta, tb, batch, r.context.precision); !e.empty())
+  if (std::string e = describe(*plan, g, d, out, ta, tb, batch, r.context.precision); !e.empty())
     return KernelResult::failure("cuBLASLt: " + e);
   std::string name = kernel_label(ir::Op::MatMul, d) + " cublasLt m=" + std::to_string(g.M) +
                      " n=" + std::to_string(g.N) + " k=" + std::to_string(g.K) +
                      (batch > 1 ? " batch=" + std::to_string(batch) : "") +
                      (!one_call ? " calls=" + std::to_string(count) : "") + (ta ? " a^T" : "") +
-                     (tb ? " b^T" : "");
+                     (tb ? " b^T" : "") + (out != d ? " ->" + std::string(ir::ir_name(out)) : "");
   if (d == DType::F32 && r.context.precision != Precision::F32) name += " tf32";
   Context* ctx = &r.context;
-  int64_t out_bytes = g.M * g.N * int64_t(elem) * (g.folded ? 1 : count);
-  LaunchFn launch = [plan, g, ctx, elem, one_call, count,
+  int64_t out_bytes = g.M * g.N * int64_t(out_elem) * (g.folded ? 1 : count);
+  LaunchFn launch = [plan, g, ctx, elem, out_elem, one_call, count,
                      out_bytes](const LaunchArgs& a) -> std::string {
     if (g.M == 0 || g.N == 0 || count == 0) return {};
     if (g.K == 0)  // no terms: zeros (cuBLASLt rejects k = 0)
@@ -364,7 +367,7 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
     for (int64_t i = 0; i < calls; ++i) {
       const void* A = at(a.inputs[0], g.a_offsets[size_t(i)]);
       const void* B = at(a.inputs[1], g.b_offsets[size_t(i)]);
-      void* C = static_cast<char*>(a.output) + size_t(i * g.M * g.N) * elem;
+      void* C = static_cast<char*>(a.output) + size_t(i * g.M * g.N) * out_elem;
       if (std::string e = cublas_error(
               multiply(*plan, *ctx, plan->algo, A, B, C, ctx->cublas_workspace, a.stream),
               "cublasLtMatmul");
@@ -379,9 +382,9 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
   Extents n = extents(g, batch);
   double flops = 2.0 * double(g.M) * double(g.N) * double(g.K) * batch;
   Kernel k{std::move(launch), std::move(name), 0, plan, {}};
-  k.prepare = [plan, ctx, g, n, d, flops, product]() -> std::string {
+  k.prepare = [plan, ctx, g, n, d, out, flops, product]() -> std::string {
     if (g.M == 0 || g.N == 0 || g.K == 0) return {};
-    return choose_algorithm(*plan, *ctx, n, d, flops, product);
+    return choose_algorithm(*plan, *ctx, n, d, out, flops, product);
   };
   return k;
 }
@@ -424,8 +427,11 @@ KernelResult int_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool
 }  // namespace
 
 KernelResult make_matmul_kernel(const KernelRequest& r) {
-  DType d = r.output.dtype;
-  if (d == DType::Bool || r.inputs[0].dtype != d || r.inputs[1].dtype != d)
+  const DType d = r.inputs[0].dtype;
+  // Half operands may give an f32 result (accumulated in f32, not rounded):
+  // absorb_casts plans that for a product read only through a cast to f32.
+  const bool widened = (d == DType::BF16 || d == DType::F16) && r.output.dtype == DType::F32;
+  if (d == DType::Bool || r.inputs[1].dtype != d || (r.output.dtype != d && !widened))
     return no_kernel(r, "operands must be lowered to the compute dtype first");
   auto [ta, tb] = r.transposed;
   Geometry g = geometry(r.inputs[0].shape, r.inputs[1].shape, ta);

@@ -151,9 +151,10 @@ std::string plan(const std::vector<Run>& runs, int64_t target_blocks, ReducePara
     }
   }
   if (p.layout == ReduceLayout::Columns) {
-    p.vector_columns =
-        p.op == ReduceOp::Sum && p.type == ReduceType::F32 && !p.square_input && p.inner % 4 == 0;
-    int64_t columns = p.vector_columns ? p.inner / 4 : p.inner;  // per thread, 4 or 1
+    const int64_t vector = reduce_column_vector(p.storage);
+    p.vector_columns = p.op == ReduceOp::Sum && p.type == ReduceType::F32 && !p.square_input &&
+                       p.inner % vector == 0;
+    int64_t columns = p.vector_columns ? p.inner / vector : p.inner;  // per thread
     int64_t tiles = (p.outputs / p.inner) * ceil_div(columns, kReduceColumnTile);
     if (tiles > kMaxGrid) return "too many outputs for one grid";
     p.splits = splits_for(tiles, target_blocks, p.count, kReduceBlock / kReduceColumnTile);
@@ -177,11 +178,27 @@ const char* layout_name(ReduceLayout layout) {
   return "";
 }
 
+std::optional<ReduceStorage> half_storage_of(DType d) {
+  if (d == DType::BF16) return ReduceStorage::BF16;
+  if (d == DType::F16) return ReduceStorage::F16;
+  return std::nullopt;
+}
+
 // Fills p's op and type for reduction r; "" or why it has no kernel. With
-// square_input (a sum of f32 or f64), each element is squared as it is loaded.
+// square_input (a sum of f32 or f64), each element is squared as it is
+// loaded. A sum of bf16/f16 into f32 widens each element as it loads it
+// (absorb_casts plans it so).
 std::string check(const KernelRequest& r, bool square_input, ReduceParams& p) {
   std::optional<ReduceOp> op = reduce_op_of(r.op);
   if (!op) return "not a reduction";
+  if (std::optional<ReduceStorage> half = half_storage_of(r.inputs[0].dtype)) {
+    if (*op != ReduceOp::Sum || square_input || r.output.dtype != DType::F32)
+      return "only a plain sum into f32 reads half-precision storage";
+    p.op = *op;
+    p.type = ReduceType::F32;
+    p.storage = *half;
+    return "";
+  }
   std::optional<ReduceType> type = reduce_type_of(r.inputs[0].dtype);
   if (!type) return "operands must be lowered to a compute dtype first";
   if (needs_float(*op) && *type != ReduceType::F32 && *type != ReduceType::F64)
@@ -212,10 +229,13 @@ std::string params_of(const KernelRequest& r, bool square_input, ReduceParams& p
 }
 
 std::string name_of(const KernelRequest& r, const ReduceParams& p) {
-  return kernel_label(r.op, r.inputs[0].dtype) + (p.square_input ? " of squares " : " ") +
-         layout_name(p.layout) + " outputs=" + std::to_string(p.outputs) +
-         " count=" + std::to_string(p.count) + " splits=" + std::to_string(p.splits) +
-         (p.vector_columns ? " x4" : "");
+  const bool stored_half = p.storage != ReduceStorage::Same;
+  return kernel_label(r.op, stored_half ? DType::F32 : r.inputs[0].dtype) +
+         (p.square_input ? " of squares " : " ") + layout_name(p.layout) +
+         " outputs=" + std::to_string(p.outputs) + " count=" + std::to_string(p.count) +
+         " splits=" + std::to_string(p.splits) +
+         (p.vector_columns ? " x" + std::to_string(reduce_column_vector(p.storage)) : "") +
+         (stored_half ? " stored=" + std::string(ir::ir_name(r.inputs[0].dtype)) : "");
 }
 
 KernelResult make_reduction(const KernelRequest& r, bool square_input) {

@@ -284,12 +284,28 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   auto creation = [](Op op) { return op == Op::Full || op == Op::Constant || op == Op::Arange; };
   std::vector<bool> written_to_output(fn_.outputs.size(), false);
   std::vector<bool> is_output(count, false);
+  for (size_t j = 0; j < fn_.outputs.size(); ++j)
+    is_output[size_t(lowered.of_original[size_t(fn_.outputs[j].node)])] = true;
+  std::vector<int> readers(count, 0);
+  for (size_t i = 0; i < count; ++i)
+    if (live[i])
+      for (NodeId in : nodes[i].inputs) ++readers[size_t(in)];
   for (size_t j = 0; j < fn_.outputs.size(); ++j) {
     size_t id = size_t(lowered.of_original[size_t(fn_.outputs[j].node)]);
-    is_output[id] = true;
     if (placed[id] || creation(nodes[id].op)) continue;
-    slot[id] = Slot{Slot::Output, j};
-    placed[id] = true;
+    // An output that reshapes a kernel's result nothing else reads (a
+    // gradient cast absorbed into its product): that kernel writes the
+    // output's buffer, and the reshape reads it in place.
+    size_t writer = id;
+    while ((nodes[writer].op == Op::Reshape || nodes[writer].op == Op::StopGradient) &&
+           readers[size_t(nodes[writer].inputs[0])] == 1 &&
+           !is_output[size_t(nodes[writer].inputs[0])])
+      writer = size_t(nodes[writer].inputs[0]);
+    const Op op = nodes[writer].op;
+    if (writer != id && (placed[writer] || creation(op) || ir::is_elementwise(op) || is_view(op)))
+      writer = id;
+    slot[writer] = Slot{Slot::Output, j};
+    placed[writer] = true;
     written_to_output[j] = true;
   }
 

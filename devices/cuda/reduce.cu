@@ -5,7 +5,7 @@
 //                   Rows and Gathered layouts
 //   reduce_columns  32 adjacent outputs per block, read coalesced along the
 //                   kept inner axis, 8 threads down the reduced axis
-//                   (sum_columns_f32x4: 128 outputs, 16-byte loads, for f32 sums)
+//                   (sum_columns_vector: 16-byte loads, for f32 sums)
 //   multi_sum_of_squares  many tensors' reduce_rows sums of squares in one grid
 //   finish_partials one warp per output combines the chunks' partials
 // Every combination happens in an order fixed by the launch shape, so
@@ -14,10 +14,13 @@
 // ulps), the other float reductions in f64 as on the CPU; integers wrap;
 // max/min/argmax/argmin treat NaN as the extreme, argmax/argmin pick the
 // first extreme index. A sum may square each element as it loads it
-// (ReduceParams::square_input).
+// (ReduceParams::square_input), and an f32 sum may read half-precision
+// storage, widening each element as it loads it (ReduceParams::storage).
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "reduce_launch.h"
 
@@ -186,6 +189,22 @@ __device__ double rounded_square(double x) {
 template <class T>
 struct SumOfSquaresOf : SumOf<T> {
   __device__ static T lift(T x, int64_t) { return rounded_square(x); }
+};
+
+// Half-precision storage (the bits), widened to f32 exactly.
+struct Bf16Bits {
+  __device__ static float widen(uint16_t bits) { return __uint_as_float(uint32_t(bits) << 16); }
+};
+struct F16Bits {
+  __device__ static float widen(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
+};
+
+// An f32 sum of half storage: the f32 sum of the widened elements, the
+// same additions in the same order as SumOf<float> of an f32 copy.
+template <class Storage>
+struct StoredSumOf : SumOf<float> {
+  using In = uint16_t;
+  __device__ static float lift(uint16_t x, int64_t) { return Storage::widen(x); }
 };
 
 template <class T>
@@ -436,53 +455,70 @@ __global__ void __launch_bounds__(kReduceBlock)
     partials[int64_t(blockIdx.y) * s.outputs + o] = acc;
 }
 
-__device__ void add_to(float4& acc, float4 v) {
-  acc.x += v.x;
-  acc.y += v.y;
-  acc.z += v.z;
-  acc.w += v.w;
+// The elements of one 16-byte load of In, widened to f32.
+template <class Op, int kVector>
+__device__ void widen_vector(const uint4& raw, float (&v)[kVector]) {
+  const typename Op::In* e = reinterpret_cast<const typename Op::In*>(&raw);
+#pragma unroll
+  for (int i = 0; i < kVector; ++i) v[i] = Op::lift(e[i], 0);
 }
 
-// reduce_columns for a sum of f32 with 16-byte loads (vector_columns):
-// thread (j, y) owns the 4 columns of vector j of the tile (128 columns)
-// and walks rows begin + y, begin + y + 8, ..., loading kColumnLoads rows
-// before adding them in row order, so many bytes are in flight. The 8
-// states of a column then combine in order, as in reduce_columns.
+template <int kVector>
+__device__ void add_to(float (&acc)[kVector], const float (&v)[kVector]) {
+#pragma unroll
+  for (int i = 0; i < kVector; ++i) acc[i] += v[i];
+}
+
+// reduce_columns for an f32 sum with 16-byte loads (vector_columns):
+// thread (j, y) owns the kVector columns of vector j of the tile and walks
+// rows begin + y, begin + y + 8, ..., loading kColumnLoads rows before
+// adding them in row order, so many bytes are in flight. The 8 states of a
+// column then combine in order, as in reduce_columns: each column's sum is
+// the one reduce_columns computes, addition for addition.
 constexpr int kColumnLoads = 4;
 
+template <class Op>
 __global__ void __launch_bounds__(kReduceBlock)
-    sum_columns_f32x4(const float* __restrict__ x, float* __restrict__ out,
-                      float* __restrict__ partials, int64_t inner, Split s) {
-  const int64_t vectors = inner / 4;
+    sum_columns_vector(const typename Op::In* __restrict__ x, float* __restrict__ out,
+                       float* __restrict__ partials, int64_t inner, Split s) {
+  constexpr int kVector = 16 / sizeof(typename Op::In);
+  const int64_t vectors = inner / kVector;
   const int64_t tiles_per_group = (vectors + kReduceColumnTile - 1) / kReduceColumnTile;
   const int64_t g = blockIdx.x / tiles_per_group;
   const int64_t j = (blockIdx.x % tiles_per_group) * kReduceColumnTile + threadIdx.x;
   const int64_t begin = int64_t(blockIdx.y) * s.chunk;
   const int64_t end = begin + s.chunk < s.count ? begin + s.chunk : s.count;
-  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float acc[kVector] = {};
   if (j < vectors) {
-    const float4* column = reinterpret_cast<const float4*>(x + g * s.count * inner) + j;
+    const uint4* column = reinterpret_cast<const uint4*>(x + g * s.count * inner) + j;
     int64_t k = begin + threadIdx.y;
     for (; k + (kColumnLoads - 1) * kColumnDepth < end; k += kColumnLoads * kColumnDepth) {
-      float4 rows[kColumnLoads];
+      uint4 rows[kColumnLoads];
 #pragma unroll
       for (int u = 0; u < kColumnLoads; ++u) rows[u] = column[(k + u * kColumnDepth) * vectors];
 #pragma unroll
-      for (int u = 0; u < kColumnLoads; ++u) add_to(acc, rows[u]);
+      for (int u = 0; u < kColumnLoads; ++u) {
+        float v[kVector];
+        widen_vector<Op>(rows[u], v);
+        add_to(acc, v);
+      }
     }
-    for (; k < end; k += kColumnDepth) add_to(acc, column[k * vectors]);
+    for (; k < end; k += kColumnDepth) {
+      float v[kVector];
+      widen_vector<Op>(column[k * vectors], v);
+      add_to(acc, v);
+    }
   }
-  __shared__ float4 states[kColumnDepth][kReduceColumnTile];
-  states[threadIdx.y][threadIdx.x] = acc;
+  __shared__ float states[kColumnDepth][kReduceColumnTile][kVector];
+#pragma unroll
+  for (int i = 0; i < kVector; ++i) states[threadIdx.y][threadIdx.x][i] = acc[i];
   __syncthreads();
   if (threadIdx.y != 0 || j >= vectors) return;
   for (int y = 1; y < kColumnDepth; ++y) add_to(acc, states[y][threadIdx.x]);
-  const int64_t o = g * inner + j * 4;
+  const int64_t o = g * inner + j * kVector;
   float* to = s.splits == 1 ? out + o : partials + int64_t(blockIdx.y) * s.outputs + o;
-  to[0] = acc.x;
-  to[1] = acc.y;
-  to[2] = acc.z;
-  to[3] = acc.w;
+#pragma unroll
+  for (int i = 0; i < kVector; ++i) to[i] = acc[i];
 }
 
 // blockDim (32, 8): warp y combines output blockIdx.x*8 + y's partials,
@@ -593,15 +629,21 @@ void launch_rows(const ReduceParams& p, const Layout& layout, const void* input,
       static_cast<typename Op::Acc*>(scratch), layout, s);
 }
 
-// Whether sum_columns_f32x4 computes p for Op: a plain f32 sum planned
-// with vector_columns, the input 16-byte aligned.
+// Whether sum_columns_vector computes p for Op: a plain f32 sum (of f32 or
+// half storage) planned with vector_columns, the input 16-byte aligned.
 template <class Op>
-bool vectorizable(const ReduceParams&, const void*) {
-  return false;
-}
+constexpr bool kVectorSum = false;
 template <>
-bool vectorizable<SumOf<float>>(const ReduceParams& p, const void* input) {
-  return p.vector_columns && p.inner % 4 == 0 && reinterpret_cast<uintptr_t>(input) % 16 == 0;
+constexpr bool kVectorSum<SumOf<float>> = true;
+template <>
+constexpr bool kVectorSum<StoredSumOf<Bf16Bits>> = true;
+template <>
+constexpr bool kVectorSum<StoredSumOf<F16Bits>> = true;
+
+template <class Op>
+bool vectorizable(const ReduceParams& p, const void* input) {
+  return kVectorSum<Op> && p.vector_columns && p.inner % reduce_column_vector(p.storage) == 0 &&
+         reinterpret_cast<uintptr_t>(input) % 16 == 0;
 }
 
 template <class Op>
@@ -631,12 +673,19 @@ cudaError_t launch_op(const ReduceParams& p, const void* input, void* output, vo
     case ReduceLayout::Columns: {
       int64_t groups = p.outputs / p.inner;
       dim3 block(kReduceColumnTile, kColumnDepth);
-      if (vectorizable<Op>(p, input)) {
-        int64_t tiles = groups * ((p.inner / 4 + kReduceColumnTile - 1) / kReduceColumnTile);
-        sum_columns_f32x4<<<dim3(unsigned(tiles), unsigned(p.splits)), block, 0, stream>>>(
-            static_cast<const float*>(input), static_cast<float*>(output),
-            reinterpret_cast<float*>(partials), p.inner, s);
-      } else {
+      if constexpr (kVectorSum<Op>) {
+        if (vectorizable<Op>(p, input)) {
+          int64_t vectors = p.inner / reduce_column_vector(p.storage);
+          int64_t tiles = groups * ((vectors + kReduceColumnTile - 1) / kReduceColumnTile);
+          sum_columns_vector<Op><<<dim3(unsigned(tiles), unsigned(p.splits)), block, 0, stream>>>(
+              static_cast<const typename Op::In*>(input), static_cast<float*>(output), partials,
+              p.inner, s);
+          output_stride = 1;  // columns: [split][output]
+          split_stride = p.outputs;
+          break;
+        }
+      }
+      {
         int64_t tiles = groups * ((p.inner + kReduceColumnTile - 1) / kReduceColumnTile);
         reduce_columns<Op><<<dim3(unsigned(tiles), unsigned(p.splits)), block, 0, stream>>>(
             static_cast<const typename Op::In*>(input), static_cast<typename Op::Out*>(output),
@@ -660,6 +709,17 @@ cudaError_t launch_op(const ReduceParams& p, const void* input, void* output, vo
 template <class T, class Visit>
 bool visit_op(const ReduceParams& p, Visit&& visit) {
   const ReduceOp op = p.op;
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.storage != ReduceStorage::Same) {
+      if (op != ReduceOp::Sum || p.square_input) return false;
+      if (p.storage == ReduceStorage::BF16)
+        visit(StoredSumOf<Bf16Bits>{});
+      else
+        visit(StoredSumOf<F16Bits>{});
+      return true;
+    }
+  }
+  if (p.storage != ReduceStorage::Same) return false;
   if constexpr (IsFloat<T>::value) {
     if (op == ReduceOp::Sum && p.square_input) {
       visit(SumOfSquaresOf<T>{});

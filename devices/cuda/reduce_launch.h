@@ -28,6 +28,10 @@ enum class ReduceOp : int32_t {
 // The input's compute dtype (the output has it too, except argmax/argmin: i32).
 enum class ReduceType : int32_t { F32, F64, I32, I64, U8, U16 };
 
+// How the input is stored: in its compute dtype, or (a sum of F32 only) in
+// half precision, each element widened to f32 exactly as it is loaded.
+enum class ReduceStorage : int32_t { Same, BF16, F16 };
+
 // Where element k of output o's sequence lies in the input.
 enum class ReduceLayout : int32_t {
   Rows,      // o*count + k: the reduced axes are the trailing ones (or all)
@@ -53,6 +57,7 @@ struct ReduceParams {
   // Sum of f32 or f64: each element is squared (rounded) as it is loaded,
   // so the sum of a square nothing else reads needs no materialised square.
   bool square_input = false;
+  ReduceStorage storage = ReduceStorage::Same;
   // Rows and Gathered: 32 (a warp per output, 8 outputs per block) or 256
   // (a block per output).
   int threads_per_output = 32;
@@ -60,16 +65,22 @@ struct ReduceParams {
   // above 1, their partial results go to scratch and a second kernel
   // combines them in a fixed order.
   int splits = 1;
-  // Columns, a sum of f32 (not squared) with inner a multiple of 4: each
-  // thread sums 4 adjacent columns with 16-byte loads (when the input is
+  // Columns, a sum of f32 (not squared) with inner a multiple of the
+  // vector (4 f32 or 8 half elements: reduce_column_vector): each thread
+  // sums that many adjacent columns with 16-byte loads (when the input is
   // 16-byte aligned; otherwise the plain kernel runs with the same splits).
   bool vector_columns = false;
 };
 
+// Elements of a 16-byte load of the stored input.
+inline constexpr int64_t reduce_column_vector(ReduceStorage storage) {
+  return storage == ReduceStorage::Same ? 4 : 8;
+}
+
 // Threads per block of every reduction kernel.
 inline constexpr int kReduceBlock = 256;
 // Columns: a block covers this many adjacent outputs (one warp's width),
-// or with vector_columns this many vectors of 4.
+// or with vector_columns this many vectors.
 inline constexpr int kReduceColumnTile = 32;
 
 // Scratch bytes the launch needs: the partial results when splits > 1.
