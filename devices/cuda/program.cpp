@@ -69,6 +69,10 @@ struct Step {
   // A multi-tensor sum of squares: its inputs are (operand, result) pairs,
   // one per member, and it has no output of its own.
   bool pairs = false;
+  // An elementwise step of the function's inputs alone (a weight's cast to
+  // bf16), planned first: its result's buffer lives from the first step, so
+  // it may join a multi-tensor launch there.
+  bool hoisted = false;
 };
 
 // A sum of squares' step, its node and the operand it squares.
@@ -350,7 +354,22 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   std::vector<size_t> root(count);               // the node whose buffer a value is in
   std::vector<size_t> step_of(count, 0);
   std::vector<SumOfSquares> sums_of_squares;
+  // Elementwise nodes of the function's inputs alone run first (hoisted),
+  // the rest in program order.
+  std::vector<bool> hoisted(count, false);
+  std::vector<size_t> order;
   for (size_t i = 0; i < count; ++i) {
+    const LoweredNode& n = nodes[i];
+    hoisted[i] = live[i] && !placed[i] && computed_at[i].empty() && !fused_at.count(i) &&
+                 !summed_square.count(i) && ir::is_elementwise(n.op) && n.op != Op::StopGradient &&
+                 !n.inputs.empty() && std::all_of(n.inputs.begin(), n.inputs.end(), [&](NodeId in) {
+                   return slot[size_t(in)].kind == Slot::Input;
+                 });
+    if (hoisted[i]) order.push_back(i);
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (!hoisted[i]) order.push_back(i);
+  for (size_t i : order) {
     root[i] = i;
     const LoweredNode& n = nodes[i];
     if (!live[i] || n.op == Op::Input || n.op == Op::Param || !computed_at[i].empty()) continue;
@@ -414,6 +433,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     }
     if (n.origin >= 0) steps_.back().members.push_back(n.origin);
     steps_.back().group = std::move(single);
+    steps_.back().hoisted = hoisted[i];
   }
   merge_sums_of_squares(lowered, sums_of_squares, slot, root, step_of, links);
   // Outputs not written by their own kernel (inputs, constants, aliases,
@@ -448,7 +468,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   for (size_t i = 0; i < count; ++i) {
     bool buffer = live[i] && !placed[i] && root[i] == i && computed_at[i].empty();
     if (buffer) {
-      int64_t first = int64_t(step_of[i]);
+      int64_t first = hoisted[i] ? 0 : int64_t(step_of[i]);
       buffers.push_back(
           {{first, std::max(first, last_use[i]), bytes_of(nodes[i].type)}, Buffer::Value, i});
     }
@@ -614,8 +634,9 @@ void CudaProgram::merge_sums_of_squares(const Lowered& lowered,
 // multi-tensor launch at the first member's place. A step joins only when
 // everything it reads is ready there (written by a step that runs earlier,
 // possibly itself moved up with its own class, or an input or constant);
-// its output is the caller's buffer, outside the arena, so computing it
-// earlier disturbs no other buffer's life.
+// its output is the caller's buffer, outside the arena, or a hoisted step's
+// buffer, which lives from the first step: computing it earlier disturbs no
+// other buffer's life. (Hoisted steps: the weights' casts to bf16.)
 std::string CudaProgram::merge_multi_tensor() {
   if (!multi_tensor_enabled()) return {};
   struct Class {
@@ -627,7 +648,7 @@ std::string CudaProgram::merge_multi_tensor() {
   std::vector<int64_t> class_of(steps_.size(), -1);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
-    if (!s.group || !shape_free(*s.group) || s.output.kind != Slot::Output ||
+    if (!s.group || !shape_free(*s.group) || (s.output.kind != Slot::Output && !s.hoisted) ||
         s.kernel.scratch_bytes > 0)
       continue;
     std::string key = shape_free_key(*s.group);
