@@ -2,13 +2,16 @@
 // and the gradient in any storage mix of nn_rows.cuh.
 //
 // A group of threads streams a row in batches of kBatchChunks chunks per
-// thread, all loads of a batch issued before their exps, keeping the online
-// (maximum, sum of exp) state: the forward reads each row once. The
-// gradient needs that settled state before writing its output: it reads
-// it from the link when its forward left it there (one read of the row),
-// else computes it with the forward's own code and launch shape (a second
-// read), so linked and unlinked gradients have the same bits. GPT-2's 50304
-// logits a row get a block of kNnBlock threads, 16 bytes per load.
+// thread, keeping the online (maximum, sum of exp) state: the forward reads
+// each row once. With half logits a thread issues the loads of its next
+// batch before the exps of the current one, so its loads stay in flight
+// while it computes (the exps' MUFU work is over half the memory time of
+// bf16 logits). The gradient needs that settled state before writing its
+// output: it reads it from the link when its forward left it there (one
+// read of the row), else computes it with the forward's own code and
+// launch shape (a second read), so linked and unlinked gradients have the
+// same bits. GPT-2's 50304 logits a row get a block of kNnBlock threads,
+// 16 bytes per load.
 //
 // f32 exps are ex2.approx of (x - m) * log2(e): the MUFU instruction and
 // two FP32 ones, instead of expf's range reduction; x - m is exact near
@@ -27,7 +30,14 @@ namespace {
 using namespace nn;
 
 constexpr int kBatchChunks = 4;
-constexpr int kBatch = kBatchChunks * kChunk;  // elements a thread has in flight
+constexpr int kBatch = kBatchChunks * kChunk;  // elements of a thread's batch
+
+// Blocks of the streaming kernels resident on a multiprocessor with half
+// logits: three, in the 80 registers a thread that allows (the current
+// batch, the next one's 16 words in flight and the exps' temporaries);
+// 0 (no minimum) for the others.
+template <class T>
+constexpr int kStreamBlocks = sizeof(T) == 2 ? 3 : 0;
 
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -70,21 +80,96 @@ __device__ MaxSum<T> absorb_batch(MaxSum<T> a, const T* v) {
   return {m, s};
 }
 
-// The online softmax state of row[0, n): thread t takes chunks t, t + G,
-// ... (G the group's size), a batch of kBatchChunks of them at a time.
+// A batch of kBatchChunks chunks as stored, in 16-byte words (half: 16
+// registers), as the next batch is held while the current one is used.
+template <class T>
+struct StoredBatch {
+  static constexpr int kVectors = int(sizeof(T)) * kChunk / 16;  // a chunk's
+  uint4 q[kBatchChunks * kVectors];
+};
+
+// The batch of chunks k0 + b * stride (b < kBatchChunks) of row, `pad` past
+// n; a whole chunk of an aligned row in 16-byte loads, as load_chunk.
+template <class T>
+__device__ void fetch_batch(const T* row, int64_t k0, int64_t stride, int64_t n, bool aligned,
+                            T pad, StoredBatch<T>& batch) {
+  constexpr int kVectors = StoredBatch<T>::kVectors;
+#pragma unroll
+  for (int b = 0; b < kBatchChunks; ++b) {
+    const int64_t k = k0 + b * stride;
+    uint4* q = batch.q + b * kVectors;
+    if (aligned && k + kChunk <= n) {
+      const uint4* src = reinterpret_cast<const uint4*>(row + k);
+#pragma unroll
+      for (int i = 0; i < kVectors; ++i) q[i] = src[i];
+    } else {
+      T e[kChunk];
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) e[j] = k + j < n ? row[k + j] : pad;
+      memcpy(q, e, sizeof(e));
+    }
+  }
+}
+
+// A stored batch as compute values.
+template <class T>
+__device__ void widen_batch(const StoredBatch<T>& batch, Compute<T>* v) {
+  T e[kBatch];
+  memcpy(e, batch.q, sizeof(e));
+#pragma unroll
+  for (int j = 0; j < kBatch; ++j) v[j] = to_compute(e[j]);
+}
+// bf16 a word at a time: its 16 bits become the high half of an f32
+// (exactly __bfloat162float) by a shift or a mask, one instruction each.
+__device__ void widen_batch(const StoredBatch<__nv_bfloat16>& batch, float* v) {
+  uint32_t w[kBatch / 2];
+  memcpy(w, batch.q, sizeof(w));
+#pragma unroll
+  for (int i = 0; i < kBatch / 2; ++i) {
+    v[2 * i] = __uint_as_float(w[i] << 16);
+    v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+
+// Calls use(k0, v) for each batch of this thread's chunks of row[0, n) in
+// order (thread t: chunks t, t + G, ..., G the group's size; the batch's
+// chunk b starts at k0 + b * G * kChunk), v its compute values, `pad` past
+// n. Half storage issues the next batch's loads before use(); f32 and f64
+// load each batch when used (their batches are twice and four times the
+// bytes for the same exps, and two of them would halve the resident
+// blocks). Only the order of the loads changes, not the values, so every
+// sum keeps its order.
+template <class T, class Use>
+__device__ void for_each_batch(const T* row, int64_t n, Compute<T> pad, Use&& use) {
+  constexpr bool kAhead = sizeof(T) == 2;
+  const bool aligned = aligned16(row);
+  const T stored_pad = Store<T>::from(pad);
+  const int64_t stride = int64_t(blockDim.x) * kChunk, step = kBatchChunks * stride;
+  int64_t k0 = int64_t(threadIdx.x) * kChunk;
+  StoredBatch<T> next;
+  if (kAhead && k0 < n) fetch_batch(row, k0, stride, n, aligned, stored_pad, next);
+  for (; k0 < n; k0 += step) {
+    StoredBatch<T> batch;
+    if (kAhead) {
+      batch = next;
+      if (k0 + step < n) fetch_batch(row, k0 + step, stride, n, aligned, stored_pad, next);
+    } else {
+      fetch_batch(row, k0, stride, n, aligned, stored_pad, batch);
+    }
+    Compute<T> v[kBatch];
+    widen_batch(batch, v);
+    use(k0, v);
+  }
+}
+
+// The online softmax state of this thread's chunks of row[0, n), a batch
+// at a time.
 template <class T>
 __device__ MaxSum<Compute<T>> row_state(const T* row, int64_t n) {
   using C = Compute<T>;
-  const bool aligned = aligned16(row);
-  const int64_t stride = int64_t(blockDim.x) * kChunk;
   MaxSum<C> a = OnlineSoftmax<C>::identity();
-  for (int64_t k0 = int64_t(threadIdx.x) * kChunk; k0 < n; k0 += kBatchChunks * stride) {
-    C v[kBatch];
-#pragma unroll
-    for (int b = 0; b < kBatchChunks; ++b)
-      load_chunk(row, k0 + b * stride, n, aligned, -infinity(C(0)), v + b * kChunk);
-    a = absorb_batch<kBatch>(a, v);
-  }
+  for_each_batch(row, n, -infinity(C(0)),
+                 [&](int64_t, const C* v) { a = absorb_batch<kBatch>(a, v); });
   return a;
 }
 
@@ -97,12 +182,47 @@ __device__ __noinline__ MaxSum<Compute<T>> row_softmax_state(const T* row, int64
   return row_reduce<OnlineSoftmax<Compute<T>>>(row_state(row, n));
 }
 
+// Two compute values rounded to a half dtype (each as Store<T>::from), as
+// one word: one F2FP instruction rounds and packs both.
+__device__ inline uint32_t packed_pair(__nv_bfloat16, float lo, float hi) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+  uint32_t word;
+  memcpy(&word, &pair, sizeof(word));
+  return word;
+}
+__device__ inline uint32_t packed_pair(__half, float lo, float hi) {
+  const __half2 pair = __floats2half2_rn(lo, hi);
+  uint32_t word;
+  memcpy(&word, &pair, sizeof(word));
+  return word;
+}
+
+// store_chunk with the same bits, but a whole chunk of an aligned row goes
+// out in 16-byte stores (store_chunk's words reach the memory as 4-byte
+// stores here, four times the store instructions of the gradient's output).
+template <class T>
+__device__ void put_chunk(T* row, int64_t k, int64_t n, bool aligned, const Compute<T>* v) {
+  if (!aligned || k + kChunk > n) return store_chunk(row, k, n, false, v);
+  constexpr int kVectors = int(sizeof(T)) * kChunk / 16;
+  uint32_t w[4 * kVectors];
+  if constexpr (sizeof(T) == 2) {
+#pragma unroll
+    for (int i = 0; i < kChunk / 2; ++i) w[i] = packed_pair(T(), v[2 * i], v[2 * i + 1]);
+  } else {
+    memcpy(w, v, sizeof(w));  // f32 and f64 are stored as computed
+  }
+  uint4* dst = reinterpret_cast<uint4*>(row + k);
+#pragma unroll
+  for (int q = 0; q < kVectors; ++q)
+    __stwb(dst + q, make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]));
+}
+
 // Each row's loss -log_softmax(logits)[target]: 0 for an ignored row (whose
 // logits are not read unless linked), NaN for a target out of range or a
 // row whose maximum is infinite (the CPU's exp(inf - inf)). A group per
 // row. `link` (or null): each row's settled state, for the gradient.
 template <class T>
-__global__ void __launch_bounds__(kNnBlock)
+__global__ void __launch_bounds__(kNnBlock, kStreamBlocks<T>)
     cross_entropy_rows(const T* __restrict__ x, const void* __restrict__ targets,
                        TargetType target_type, Compute<T>* __restrict__ losses,
                        MaxSum<Compute<T>>* __restrict__ link, int64_t rows, int64_t classes,
@@ -165,7 +285,7 @@ __global__ void __launch_bounds__(kNnBlock)
 // (scales[row], or scales[0] shared by all rows), which is 0 in an ignored
 // row. The output pass is batched like the statistics pass.
 template <class In, class Out>
-__global__ void __launch_bounds__(kNnBlock)
+__global__ void __launch_bounds__(kNnBlock, kStreamBlocks<In>)
     cross_entropy_grad_rows(const In* __restrict__ x, const void* __restrict__ targets,
                             TargetType target_type, const Compute<In>* __restrict__ scales,
                             bool scale_per_row, const MaxSum<Compute<In>>* __restrict__ linked,
@@ -183,13 +303,9 @@ __global__ void __launch_bounds__(kNnBlock)
   const C scale = ignored ? C(0) : scales[scale_per_row ? r.row : 0];
   const C inv = C(1) / a.s;
   Out* o = out + r.row * classes;
-  const bool in_aligned = aligned16(xr), out_aligned = aligned16(o);
+  const bool out_aligned = aligned16(o);
   const int64_t stride = int64_t(blockDim.x) * kChunk;
-  for (int64_t k0 = int64_t(threadIdx.x) * kChunk; k0 < n; k0 += kBatchChunks * stride) {
-    C v[kBatch];
-#pragma unroll
-    for (int b = 0; b < kBatchChunks; ++b)
-      load_chunk(xr, k0 + b * stride, n, in_aligned, C(0), v + b * kChunk);
+  for_each_batch(xr, n, C(0), [&](int64_t k0, const C* v) {
 #pragma unroll
     for (int b = 0; b < kBatchChunks; ++b) {
       const int64_t k = k0 + b * stride;
@@ -203,9 +319,9 @@ __global__ void __launch_bounds__(kNnBlock)
         for (int j = 0; j < kChunk; ++j) y[j] -= C(k + j == target ? 1 : 0);
 #pragma unroll
       for (int j = 0; j < kChunk; ++j) y[j] *= scale;
-      store_chunk(o, k, n, out_aligned, y);
+      put_chunk(o, k, n, out_aligned, y);
     }
-  }
+  });
 }
 
 // A warp per row up to kNnWarpRowLimit classes, up to a block beyond.

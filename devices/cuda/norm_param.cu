@@ -30,7 +30,8 @@ constexpr int kWarp = 32;
 constexpr int kRowWarps = 8;  // warps in a block of the row kernels
 constexpr int kRowThreads = kRowWarps * kWarp;
 constexpr int kColumnThreads = 256;       // the two-pass column kernel: a thread per column
-constexpr int kFinishSplit = 8;           // the last kernel: threads adding one column's partials
+constexpr int kFinishSplit = 32;          // the last kernel: threads adding one column's partials
+constexpr int kFinishLoads = 8;           // partials a thread of it has in flight
 constexpr int64_t kMaxSplits = 1024;      // row splits of the two-pass path
 constexpr int64_t kMaxRowBlocks = 65535;  // the statistics kernel strides beyond
 constexpr size_t kScratchAlign = 256;
@@ -156,22 +157,32 @@ constexpr int one_pass_blocks_per_sm(int per_lane, bool f64) {
 // ---------------------------------------------------------------------------
 // One pass
 
-// The warps of a block hand their sums down a fixed tree, warps [h, 2h) to
-// warps [0, h) for h = kRowWarps / 2, ..., 1, so warp 0 ends with the
-// block's. `shared` holds kRowWarps / 2 warps' sums.
+// The warps of a block hand their sums of both kinds down a fixed tree,
+// warps [h, 2h) to warps [0, h) for h = kRowWarps / 2, ..., 1, so warp 0
+// ends with the block's: both kinds a level, so a level's two barriers
+// serve both. `shared` holds kRowWarps / 2 warps' sums of both kinds.
 template <class T, int kPerLane>
-__device__ void block_sum(T (&acc)[kPerLane], T* shared) {
+__device__ void block_sum(T (&weight)[kPerLane], T (&bias)[kPerLane], T* shared) {
   const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
 #pragma unroll
   for (int h = kRowWarps / 2; h > 0; h /= 2) {
-    if (warp >= h && warp < 2 * h)
+    if (warp >= h && warp < 2 * h) {
+      T* to = shared + (warp - h) * 2 * kPerLane * kWarp + lane;
 #pragma unroll
-      for (int i = 0; i < kPerLane; ++i)
-        shared[((warp - h) * kPerLane + i) * kWarp + lane] = acc[i];
+      for (int i = 0; i < kPerLane; ++i) {
+        to[i * kWarp] = weight[i];
+        to[(kPerLane + i) * kWarp] = bias[i];
+      }
+    }
     __syncthreads();
-    if (warp < h)
+    if (warp < h) {
+      const T* from = shared + warp * 2 * kPerLane * kWarp + lane;
 #pragma unroll
-      for (int i = 0; i < kPerLane; ++i) acc[i] += shared[(warp * kPerLane + i) * kWarp + lane];
+      for (int i = 0; i < kPerLane; ++i) {
+        weight[i] += from[i * kWarp];
+        bias[i] += from[(kPerLane + i) * kWarp];
+      }
+    }
     __syncthreads();
   }
 }
@@ -183,7 +194,7 @@ template <class T, int kPerLane, class X, class G>
 __global__ void __launch_bounds__(kRowThreads, one_pass_blocks_per_sm(kPerLane, sizeof(T) == 8))
     one_pass_partials(const X* __restrict__ x, const G* __restrict__ g, int64_t rows, int64_t dim,
                       T eps, T* __restrict__ partials) {
-  __shared__ T shared[kRowWarps / 2 * kPerLane * kWarp];
+  __shared__ T shared[kRowWarps / 2 * 2 * kPerLane * kWarp];
   const int warp = threadIdx.x / kWarp;
   T weight_sum[kPerLane], bias_sum[kPerLane];
 #pragma unroll
@@ -222,8 +233,7 @@ __global__ void __launch_bounds__(kRowThreads, one_pass_blocks_per_sm(kPerLane, 
       bias_sum[e] += gv;
     }
   }
-  block_sum(weight_sum, shared);
-  block_sum(bias_sum, shared);
+  block_sum(weight_sum, bias_sum, shared);
   if (warp != 0) return;
   T* p = partials + int64_t(blockIdx.x) * 2 * dim;
 #pragma unroll
@@ -290,16 +300,27 @@ __global__ void __launch_bounds__(kColumnThreads)
 // The last kernel
 
 // out[j] = the sum over p < parts of partials[p][j], j < width: thread
-// (x, y) of a block adds parts y, y + kFinishSplit, ... in order, then
-// thread (x, 0) adds the kFinishSplit sums in order. No parts: zeros.
+// (x, y) of a block adds parts y, y + kFinishSplit, ... in order, its
+// loads issued kFinishLoads at a time (the partials are a few rounds of L2
+// latency, not bandwidth), then thread (x, 0) adds the kFinishSplit sums in
+// order. No parts: zeros.
 template <class T>
 __global__ void __launch_bounds__(kWarp* kFinishSplit)
     finish_sums(const T* __restrict__ partials, int64_t parts, int64_t width, T* __restrict__ out) {
   __shared__ T sums[kFinishSplit][kWarp];
   const int64_t j = int64_t(blockIdx.x) * kWarp + threadIdx.x;
   T s = 0;
-  if (j < width)
-    for (int64_t p = threadIdx.y; p < parts; p += kFinishSplit) s += partials[p * width + j];
+  if (j < width) {
+    int64_t p = threadIdx.y;
+    for (; p + (kFinishLoads - 1) * kFinishSplit < parts; p += kFinishLoads * kFinishSplit) {
+      T v[kFinishLoads];
+#pragma unroll
+      for (int i = 0; i < kFinishLoads; ++i) v[i] = partials[(p + i * kFinishSplit) * width + j];
+#pragma unroll
+      for (int i = 0; i < kFinishLoads; ++i) s += v[i];
+    }
+    for (; p < parts; p += kFinishSplit) s += partials[p * width + j];
+  }
   sums[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y != 0 || j >= width) return;
