@@ -71,10 +71,6 @@ cudaError_t launch_flash_attention(const AttentionParams& p, cudaStream_t stream
 // f32 otherwise. lse, when not null, is the forward's (AttentionParams::lse
 // of the same q, k, mask, scale and causality): the kernels that read it
 // (attention_grad_reads_lse) then skip computing the log-sum-exp.
-// atomic_dq (tensor cores only, when the run does not ask for determinism):
-// dq is summed over key tiles with f32 atomics in a scratch accumulator, as
-// FlashAttention-2 does, instead of by a kernel of its own; the scratch then
-// is attention_grad_scratch_bytes.
 struct AttentionGradParams {
   AttentionParams attention;
   const void* o = nullptr;
@@ -82,7 +78,6 @@ struct AttentionGradParams {
   void* out = nullptr;
   void* row_stats = nullptr;
   const float* lse = nullptr;
-  bool atomic_dq = false;
 };
 
 // Whether launch_flash_attention / launch_flash_attention_grad write and
@@ -103,27 +98,12 @@ inline size_t attention_grad_stats_bytes(const AttentionGradParams& p) {
   return 2 * size_t(a.batch * a.heads * a.tq) * element;
 }
 
-// The scratch of launch_flash_attention_grad: the row statistics, then with
-// atomic_dq the f32 sums of dq ([B*H*Tq, D], from a 256-byte boundary).
-inline size_t attention_grad_dq_sum_offset(const AttentionGradParams& p) {
-  return (attention_grad_stats_bytes(p) + 255) / 256 * 256;
-}
-inline size_t attention_grad_scratch_bytes(const AttentionGradParams& p) {
-  if (!p.atomic_dq) return attention_grad_stats_bytes(p);
-  const AttentionParams& a = p.attention;
-  return attention_grad_dq_sum_offset(p) + sizeof(float) * size_t(a.batch * a.heads * a.tq * a.d);
-}
-
 // The kernels: the row statistics (one block per batch*head and tile of
 // queries; on tensor cores the log-sum-exp only when lse is null, and
 // rowsum(g o) computed by the dq kernel, which then runs before dk and dv),
 // dk and dv (one block per batch*head and tile of keys, looping over
 // queries), dq (one block per batch*head and tile of queries, looping over
-// keys); no atomics, so results repeat bit for bit. With atomic_dq the dk/dv
-// kernel also adds each key tile's share of dq to f32 sums (rowsum(g o)
-// then comes from a small kernel before it, and a last one rounds the sums
-// into dq): 5 tile products instead of 7, at the price of sums whose order
-// varies between runs.
+// keys); no atomics, so results repeat bit for bit.
 struct AttentionGradPlan {
   int64_t largest_grid_y;  // the most tiles of one batch*head any kernel launches
   size_t shared_bytes;     // the most shared memory any of the kernels needs

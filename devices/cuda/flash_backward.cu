@@ -5,10 +5,7 @@
 // and dv (a block per tile of keys).
 // Each output element is written by exactly one thread, so there are no
 // atomics and results repeat bit for bit; tiles wholly hidden by causality
-// are never visited. With p.atomic_dq (FlashAttention-2's way, for runs that
-// do not ask for determinism): the log-sum-exp when not given, the f32 sums
-// of dq zeroed, rowsum(g o), dk and dv whose blocks also add their share of
-// dq to the sums with atomics, then the sums rounded into dq.
+// are never visited.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -38,24 +35,6 @@ __global__ void __launch_bounds__(flash::kThreads) flash_dkdv(AttentionGradParam
 }
 
 template <class Half, class Tile>
-__global__ void __launch_bounds__(flash::kThreads)
-    flash_dkdv_atomic_dq(AttentionGradParams p, float* dq_sum) {
-  extern __shared__ __align__(16) unsigned char shared[];
-  flash::dkdv_block<Half, Tile, true>(p, shared, dq_sum);
-}
-
-template <class Half, int kM>
-__global__ void __launch_bounds__(flash::kThreads) flash_row_dots(AttentionGradParams p) {
-  flash::row_dots_block<Half, kM>(p);
-}
-
-template <class Half>
-__global__ void __launch_bounds__(256)
-    flash_dq_from_sums(AttentionGradParams p, const float* dq_sum) {
-  flash::dq_from_sums<Half>(p, dq_sum);
-}
-
-template <class Half, class Tile>
 __global__ void __launch_bounds__(flash::kThreads) flash_dq(AttentionGradParams p) {
   extern __shared__ __align__(16) unsigned char shared[];
   flash::dq_block<Half, Tile>(p, shared);
@@ -80,11 +59,6 @@ struct GradTilings {
   static constexpr size_t kDqBytes = sizeof(uint16_t) * size_t(Queries::kStride) *
                                      (2 * Queries::kRows + 4 * Queries::kKeysPerLoad);
   static constexpr size_t kMaxBytes = larger(kStatsBytes, larger(kDkdvBytes, kDqBytes));
-  // atomic_dq: dk/dv's, plus a buffer of ds^T per step; no dq kernel.
-  static constexpr size_t kDkdvAtomicBytes =
-      kDkdvBytes + sizeof(uint16_t) * Keys::kSteps * size_t(Keys::kDsBuffer);
-  static constexpr size_t kAtomicMaxBytes = larger(kStatsBytes, kDkdvAtomicBytes);
-  static constexpr int kRowDotsPerBlock = flash::kWarps * 16 * Queries::kM;
 };
 
 // The row statistics on the forward's tiling (the same log-sum-exp bit for
@@ -111,45 +85,9 @@ int64_t tiles(int64_t n, int64_t per_tile) {
   return (n + per_tile - 1) / per_tile;
 }
 
-int64_t smaller(int64_t a, int64_t b) {
-  return a < b ? a : b;
-}
-
 template <class Kernel>
 cudaError_t allow_shared(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
-}
-
-// atomic_dq after the log-sum-exp: the sums zeroed and rowsum(g o), dk and
-// dv adding to the sums, the sums into dq (256 threads, 4 elements each for
-// a head of GPT-2's size, batch*heads along y).
-template <class T>
-cudaError_t launch_atomic_dq(const AttentionGradParams& p, cudaStream_t stream) {
-  using Half = typename T::Half;
-  const AttentionParams& a = p.attention;
-  const unsigned heads = unsigned(a.batch * a.heads);
-  float* dq_sum =
-      reinterpret_cast<float*>(static_cast<char*>(p.row_stats) + attention_grad_dq_sum_offset(p));
-  const int64_t per_head = a.tq * a.d;
-  if (per_head > 0) {
-    const size_t bytes = sizeof(float) * size_t(a.batch * a.heads * per_head);
-    if (cudaError_t status = cudaMemsetAsync(dq_sum, 0, bytes, stream); status != cudaSuccess)
-      return status;
-    dim3 grid(heads, unsigned(tiles(a.tq, T::kRowDotsPerBlock)));
-    flash_row_dots<Half, T::Queries::kM><<<grid, flash::kThreads, 0, stream>>>(p);
-    if (cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
-  }
-  if (a.tk > 0) {
-    dim3 grid(heads, unsigned(tiles(a.tk, T::Keys::kKeys)));
-    flash_dkdv_atomic_dq<Half, typename T::Keys>
-        <<<grid, flash::kThreads, T::kDkdvAtomicBytes, stream>>>(p, dq_sum);
-    if (cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
-  }
-  if (per_head > 0) {
-    dim3 grid(unsigned(smaller(tiles(per_head, 4 * 256), 1024)), unsigned(smaller(heads, 65535)));
-    flash_dq_from_sums<Half><<<grid, 256, 0, stream>>>(p, dq_sum);
-  }
-  return cudaGetLastError();
 }
 
 }  // namespace
@@ -160,25 +98,16 @@ AttentionGradPlan flash_attention_grad_plan(const AttentionGradParams& p) {
     const AttentionParams& a = p.attention;
     int64_t largest = tiles(a.tk, T::Keys::kKeys);
     if (tiles(a.tq, T::Stats::kRows) > largest) largest = tiles(a.tq, T::Stats::kRows);
-    if (p.atomic_dq) {
-      if (tiles(a.tq, T::kRowDotsPerBlock) > largest) largest = tiles(a.tq, T::kRowDotsPerBlock);
-      return AttentionGradPlan{largest, T::kAtomicMaxBytes};
-    }
     if (tiles(a.tq, T::Queries::kRows) > largest) largest = tiles(a.tq, T::Queries::kRows);
     return AttentionGradPlan{largest, T::kMaxBytes};
   });
 }
 
 cudaError_t prepare_flash_attention_grad(const AttentionGradParams& p) {
-  return with_tilings(p, [&](auto tilings) {
+  return with_tilings(p, [](auto tilings) {
     using T = decltype(tilings);
     using Half = typename T::Half;
     cudaError_t status = allow_shared(flash_row_stats<Half, typename T::Stats>, T::kStatsBytes);
-    if (p.atomic_dq) {
-      if (status == cudaSuccess)
-        status = allow_shared(flash_dkdv_atomic_dq<Half, typename T::Keys>, T::kDkdvAtomicBytes);
-      return status;
-    }
     if (status == cudaSuccess)
       status = allow_shared(flash_dkdv<Half, typename T::Keys>, T::kDkdvBytes);
     if (status == cudaSuccess)
@@ -199,7 +128,6 @@ cudaError_t launch_flash_attention_grad(const AttentionGradParams& p, cudaStream
           <<<grid, flash::kThreads, T::kStatsBytes, stream>>>(p);
       if (cudaError_t status = cudaGetLastError(); status != cudaSuccess) return status;
     }
-    if (p.atomic_dq) return launch_atomic_dq<T>(p, stream);
     if (a.tq > 0) {
       dim3 grid(heads, unsigned(tiles(a.tq, T::Queries::kRows)));
       flash_dq<Half, typename T::Queries><<<grid, flash::kThreads, T::kDqBytes, stream>>>(p);

@@ -7,9 +7,7 @@
 // log-sum-exp L (the forward's, gp.lse, or the row statistics' of the
 // scratch), so no [Tq, Tk] matrix exists; every output element is
 // accumulated by one warp in a fixed order: no atomics, results repeat bit
-// for bit. Except with gp.atomic_dq (FlashAttention-2's way): there is no dq
-// kernel; the dk/dv blocks also multiply their ds by their keys and add the
-// products to f32 sums of dq with atomics, whose order varies between runs.
+// for bit.
 #pragma once
 
 namespace sexpgpu::cuda::flash {
@@ -84,12 +82,11 @@ __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
 }
 
 // rowsum(g * o) of the query rows [row0, row0 + 16*kM) of one batch*head,
-// for the warp that owns them in dq (or in row_dots_block): the 2/kM lanes
-// of a row (lane / (2/kM) is its row) sum their 8-column chunks (16-byte
-// loads when the operands allow) or single columns in a fixed order, then
-// add their shares. Each lane returns its row's sum (0 past Tq), and a
-// row's first lane stores it in the scratch for the dk/dv kernel that runs
-// next.
+// for the warp that owns them in dq: the 2/kM lanes of a row (lane / (2/kM)
+// is its row) sum their 8-column chunks (16-byte loads when the operands
+// allow) or single columns in a fixed order, then add their shares. Each
+// lane returns its row's sum (0 past Tq), and a row's first lane stores it
+// in the scratch for the dk/dv kernel that runs next.
 template <class Half, int kM>
 __device__ __forceinline__ float warp_row_dots(const AttentionGradParams& gp, int64_t bh,
                                                int64_t row0) {
@@ -120,32 +117,6 @@ __device__ __forceinline__ float warp_row_dots(const AttentionGradParams& gp, in
   if (kLanesPerRow == 2) sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   if (row < p.tq && part == 0) row_dot(gp, bh)[row] = sum;
   return sum;
-}
-
-// One block of atomic_dq's row dots (rowsum(g o), which the dq kernel
-// computes otherwise): 16*kM rows a warp, summed as that kernel sums them
-// (the dq tiling's kM), so dk and dv come out the same bits either way.
-template <class Half, int kM>
-__device__ __forceinline__ void row_dots_block(const AttentionGradParams& gp) {
-  const int64_t row0 = int64_t(blockIdx.y) * kWarps * 16 * kM + warp_id() * 16 * kM;
-  warp_row_dots<Half, kM>(gp, blockIdx.x, row0);
-}
-
-// atomic_dq's last step: dq = its f32 sums (dq_sum, [B*H*Tq, D]) times the
-// scale, rounded into out's dq rows; a grid-stride loop over batch*heads
-// (y) and the elements of each (x).
-template <class Half>
-__device__ __forceinline__ void dq_from_sums(const AttentionGradParams& gp, const float* dq_sum) {
-  const AttentionParams& p = gp.attention;
-  const int64_t heads = p.batch * p.heads, per_head = p.tq * p.d;
-  const float scale = float(p.scale);
-  for (int64_t bh = blockIdx.y; bh < heads; bh += gridDim.y) {
-    const float* sums = dq_sum + bh * per_head;
-    uint16_t* out = static_cast<uint16_t*>(gp.out) + bh * (p.tq + 2 * p.tk) * p.d;
-    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < per_head;
-         i += int64_t(gridDim.x) * blockDim.x)
-      out[i] = to_bits<Half>(sums[i] * scale);
-  }
 }
 
 // One block of dq: queries [q0, q0 + Tile::kRows) of one batch*head against
@@ -219,80 +190,7 @@ struct KeyTiling {
   static constexpr int kKeys = kWarps * 16 * kM;  // keys per block
   // A buffer of queries: q and g tiles, then the rows' two statistics.
   static constexpr int kQueryBuffer = 2 * kQueriesPerLoad * kStride + 2 * kQueriesPerLoad * 2;
-  // atomic_dq: a buffer of the block's ds^T per step, [key][query], padded
-  // as HeadTile.
-  static constexpr int kDsStride = kQueries + 8;
-  static constexpr int kDsBuffer = kKeys * kDsStride;
 };
-
-// A warp's f32 accumulator tile (rows row0 + 16m.., 8*kN8 columns) rounded
-// to Half into a shared tile of row stride kStride.
-template <class Half, int kStride, int kM, int kN8>
-__device__ __forceinline__ void store_shared(uint16_t* tile, const float (&acc)[kM][kN8][4],
-                                             int row0) {
-#pragma unroll
-  for (int m = 0; m < kM; ++m)
-#pragma unroll
-    for (int n = 0; n < kN8; ++n)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        *reinterpret_cast<uint32_t*>(tile + (row0 + 16 * m + acc_row(2 * h)) * kStride + 8 * n +
-                                     acc_col(0)) =
-            pack_pair<Half>(acc[m][n][2 * h], acc[m][n][2 * h + 1]);
-}
-
-// atomic_dq: dq_sum's rows q0.. (those of one batch*head, [Tq, D]) += ds k
-// for one tile of Tile::kQueries queries and the block's keys: ds^T is the
-// whole block's [key][query] tile in shared memory (ds_t), k its key tile.
-// Warp w owns 16 queries (w % kRowBlocks) and a 1/kColSplit share of the
-// head columns, summed over every key of the block, then added to the sums
-// with one f32 atomic per element (two columns at once where d is even).
-template <class Half, class Tile>
-__device__ __forceinline__ void add_dq_tile(float* dq_sum, const uint16_t* ds_t, const uint16_t* ks,
-                                            int64_t q0, const AttentionParams& p) {
-  constexpr int kRowBlocks = Tile::kQueries / 16, kColSplit = kWarps / kRowBlocks;
-  constexpr int kN8 = Tile::kD / 8 / kColSplit;
-  static_assert(kWarps % kRowBlocks == 0 && Tile::kD / 8 % kColSplit == 0 && kN8 % 2 == 0,
-                "the warps split dq's tile in whole 16x16 blocks");
-  const int lane = lane_id(), row0 = 16 * (warp_id() % kRowBlocks);
-  const int n0 = kN8 * (warp_id() / kRowBlocks);
-  // Unrolled whole, the loads run ahead and d = 32's loop spills (ptxas -v).
-  constexpr int kUnroll = Tile::kD <= 32 ? 2 : Tile::kKeys / 16;
-  float acc[kN8][4] = {};
-#pragma unroll kUnroll
-  for (int k0 = 0; k0 < Tile::kKeys; k0 += 16) {
-    // Transposed: the A fragments of ds (queries x keys) from ds^T's rows.
-    uint32_t af[4];
-    ldmatrix_x4_trans(
-        af, ds_t + (k0 + lane % 8 + lane / 16 * 8) * Tile::kDsStride + row0 + lane / 8 % 2 * 8);
-#pragma unroll
-    for (int n = 0; n < kN8; n += 2) {
-      uint32_t bf[4];  // b0, b1 of column block n, then of n + 1
-      ldmatrix_x4_trans(bf, ks + (k0 + lane % 8 + lane / 8 % 2 * 8) * Tile::kStride + 8 * (n0 + n) +
-                                lane / 16 * 8);
-      mma_16816<Half>(acc[n], af, bf[0], bf[1]);
-      mma_16816<Half>(acc[n + 1], af, bf[2], bf[3]);
-    }
-  }
-  const bool pairs = p.d % 2 == 0;  // then column 2t+1 < d whenever 2t < d, and 8-byte aligned
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int64_t row = q0 + row0 + acc_row(2 * h);
-    if (row >= p.tq) continue;
-    float* sums = dq_sum + row * p.d;
-#pragma unroll
-    for (int n = 0; n < kN8; ++n) {
-      const int64_t col = 8 * (n0 + n) + acc_col(0);
-      if (col >= p.d) continue;
-      if (pairs) {
-        atomicAdd(reinterpret_cast<float2*>(sums + col), float2{acc[n][2 * h], acc[n][2 * h + 1]});
-      } else {
-        atomicAdd(sums + col, acc[n][2 * h]);
-        if (col + 1 < p.d) atomicAdd(sums + col + 1, acc[n][2 * h + 1]);
-      }
-    }
-  }
-}
 
 // attention_grad's tilings of each compiled head dimension (d rounded up to
 // 32, 64 or 128; the row statistics take the forward's): dk/dv and dq with
@@ -322,21 +220,15 @@ struct GradTilingFor<128> {
 // against every query that sees them, each warp's 16*kM keys as the rows of
 // the transposed products: p^T from the log-sum-exp, dv += p^T g, dp^T =
 // v g^T, ds^T = p^T (dp^T - rowsum(g o)), dk += ds^T q (times scale at the
-// end). Shared: keys and values, then two buffers of queries. kAtomicDq
-// (gp.atomic_dq): each query tile's ds^T also goes to shared memory (a
-// buffer per step after the queries', so one barrier a tile), and the block adds
-// ds k to dq_sum (add_dq_tile); a warp whose keys these queries do not see
-// writes zeros, as the whole block meets at the barrier.
-template <class Half, class Tile, bool kAtomicDq = false>
-__device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsigned char* shared,
-                                           float* dq_sum = nullptr) {
+// end). Shared: keys and values, then two buffers of queries.
+template <class Half, class Tile>
+__device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsigned char* shared) {
   constexpr int kM = Tile::kM, kD8 = Tile::kD / 8, kQ8 = Tile::kQueries / 8;
   constexpr int kLoad = Tile::kQueriesPerLoad, kTile = kLoad * Tile::kStride;
   const AttentionParams& p = gp.attention;
   uint16_t* ks = reinterpret_cast<uint16_t*>(shared);
   uint16_t* vs = ks + Tile::kKeys * Tile::kStride;
   uint16_t* buffers = vs + Tile::kKeys * Tile::kStride;
-  uint16_t* ds_buffers = buffers + 2 * Tile::kQueryBuffer;  // kAtomicDq only
   const int64_t bh = blockIdx.x;
   const int64_t k0 = int64_t(blockIdx.y) * Tile::kKeys;
   const int warp_row0 = warp_id() * 16 * kM;
@@ -388,45 +280,31 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
       const float* dot_s = lse_b + kLoad + row;
 
       // Queries that see none of this warp's keys would add exact zeros.
-      const bool warp_sees = q0 + row + Tile::kQueries > warp_visible_from;
-      const bool block_sees = q0 + row + Tile::kQueries + warp_row0 > warp_visible_from;
-      if (!(kAtomicDq ? block_sees : warp_sees)) continue;
+      if (q0 + row + Tile::kQueries <= warp_visible_from) continue;
       float pt[kM][kQ8][4] = {}, dst[kM][kQ8][4] = {};
-      if (warp_sees) {
-        mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(pt, ks, warp_row0, qs);
-        const float factor = to_scaled_logits<true>(pt, logits, k0 + warp_row0, q0 + row);
+      mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(pt, ks, warp_row0, qs);
+      const float factor = to_scaled_logits<true>(pt, logits, k0 + warp_row0, q0 + row);
 #pragma unroll
-        for (int n = 0; n < kQ8; ++n) {
-          const float2 lse2 = *reinterpret_cast<const float2*>(lse_s + 8 * n + acc_col(0));
+      for (int n = 0; n < kQ8; ++n) {
+        const float2 lse2 = *reinterpret_cast<const float2*>(lse_s + 8 * n + acc_col(0));
 #pragma unroll
-          for (int m = 0; m < kM; ++m)
+        for (int m = 0; m < kM; ++m)
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-              pt[m][n][e] = fast_exp2(fmaf(pt[m][n][e], factor, -(e % 2 ? lse2.y : lse2.x)));
-        }
-        mma_acc_rows<Half, Tile::kStride, kM, kD8, kQ8>(dv, pt, gs);
-        mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(dst, vs, warp_row0, gs);
-#pragma unroll
-        for (int n = 0; n < kQ8; ++n) {
-          const float2 dot2 = *reinterpret_cast<const float2*>(dot_s + 8 * n + acc_col(0));
-#pragma unroll
-          for (int m = 0; m < kM; ++m)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              dst[m][n][e] = pt[m][n][e] * (dst[m][n][e] - (e % 2 ? dot2.y : dot2.x));
-        }
+          for (int e = 0; e < 4; ++e)
+            pt[m][n][e] = fast_exp2(fmaf(pt[m][n][e], factor, -(e % 2 ? lse2.y : lse2.x)));
       }
-      // A buffer per step: the barrier at the top of the copy loop parts
-      // each step's readers from its next writers. Stored before dk's
-      // product, which then frees ds^T's registers as it goes (zeros from a
-      // warp that does not see these queries).
-      uint16_t* ds_t = ds_buffers + step * Tile::kDsBuffer;
-      if constexpr (kAtomicDq) store_shared<Half, Tile::kDsStride>(ds_t, dst, warp_row0);
-      if (warp_sees) mma_acc_rows<Half, Tile::kStride, kM, kD8, kQ8>(dk, dst, qs);
-      if constexpr (kAtomicDq) {
-        __syncthreads();  // the block's ds^T is in
-        add_dq_tile<Half, Tile>(dq_sum + bh * p.tq * p.d, ds_t, ks, q0 + row, p);
+      mma_acc_rows<Half, Tile::kStride, kM, kD8, kQ8>(dv, pt, gs);
+      mma_rows_rows<Half, Tile::kStride, kM, kQ8, Tile::kD>(dst, vs, warp_row0, gs);
+#pragma unroll
+      for (int n = 0; n < kQ8; ++n) {
+        const float2 dot2 = *reinterpret_cast<const float2*>(dot_s + 8 * n + acc_col(0));
+#pragma unroll
+        for (int m = 0; m < kM; ++m)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            dst[m][n][e] = pt[m][n][e] * (dst[m][n][e] - (e % 2 ? dot2.y : dot2.x));
       }
+      mma_acc_rows<Half, Tile::kStride, kM, kD8, kQ8>(dk, dst, qs);
     }
   }
   cp_async_wait_all();  // nothing left in flight when no query sees these keys

@@ -200,10 +200,6 @@ KernelResult make_backward_kernel(const KernelRequest& r) {
     params.attention.dtype = AttentionDType::F32;
     widening.emplace(params, dtype);
   }
-  // Without --deterministic, dq sums over key tiles with f32 atomics (5 tile
-  // products instead of 7, as FlashAttention-2); the last bits of dq then
-  // vary between runs.
-  params.atomic_dq = tensor_cores && !r.context.deterministic;
   const AttentionParams& a = params.attention;
   const AttentionGradPlan plan =
       tensor_cores ? flash_attention_grad_plan(params) : attention_grad_plan(params);
@@ -216,12 +212,11 @@ KernelResult make_backward_kernel(const KernelRequest& r) {
     return no_kernel(r, why);
 
   Kernel kernel;
-  kernel.scratch_bytes = widening ? widening->offset[6] : attention_grad_scratch_bytes(params);
+  kernel.scratch_bytes = widening ? widening->offset[6] : attention_grad_stats_bytes(params);
   // The forward left its row statistics in the link (asked only then).
   const bool reads_lse = r.link && !widening && attention_grad_reads_lse(params);
   kernel.reads_link = reads_lse;
   if (reads_lse) name += " lse linked";
-  if (params.atomic_dq) name += " atomic-dq";
   kernel.launch = [params, tensor_cores, widening,
                    reads_lse](const LaunchArgs& args) -> std::string {
     AttentionGradParams p = params;

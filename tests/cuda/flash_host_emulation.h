@@ -9,7 +9,7 @@
 // from the PTX ISA ("Matrix Fragments for mma.m16n8k16", "ldmatrix"), not
 // from the kernels, so a wrong index in a kernel shows as a wrong result.
 // cp.async copies land at the issuing thread's cp_async_wait_all, so a
-// read before the wait sees stale data. atomicAdd is a plain sum.
+// read before the wait sees stale data.
 #pragma once
 
 #define __device__
@@ -200,21 +200,6 @@ inline float __shfl_sync(unsigned mask, float value, int source_lane) {
     result = __uint_as_float(unsigned(slots[source_lane % 32][0]));
   });
   return result;
-}
-
-// Fibers switch only at barriers, so a plain sum is atomic here; the order
-// of the additions is the round-robin's, fixed.
-inline float atomicAdd(float* address, float value) {
-  const float old = *address;
-  *address += value;
-  return old;
-}
-inline float2 atomicAdd(float2* address, float2 value) {
-  if (reinterpret_cast<uintptr_t>(address) % 8) throw std::logic_error("float2 atomic not aligned");
-  const float2 old = *address;
-  address->x += value.x;
-  address->y += value.y;
-  return old;
 }
 
 namespace sexpgpu::cuda::flash {
