@@ -266,7 +266,7 @@ std::optional<float> time_algorithm(const LtPlan& p, const Context& ctx, const B
 // first, then in two rounds of up to kMaxReps launches, so that clock ramp-up
 // and a noisy launch hit no single candidate; products too long for two
 // rounds in the budget (an LM head, ~2 ms) get one round of one launch.
-constexpr int kCandidates = 8;
+constexpr int kCandidates = 32;
 constexpr float kTimedMsPerProduct = 8;
 constexpr int kMaxReps = 4;
 // Below a GFLOP (about a microsecond at the bf16 rate) a product is bound by
