@@ -105,7 +105,7 @@ std::string body(const ElementwiseGroup& g, const std::vector<std::string>& elem
       in.push_back(k >= 0
                        ? Operand{"v" + std::to_string(k), g.nodes[size_t(k)].dtype}
                        : Operand{"x" + std::to_string(-1 - k), g.externals[size_t(-1 - k)].dtype});
-    ir::Result<std::string> e = expression(node, in);
+    ir::Result<std::string> e = expression(node, in, g.output.dtype);
     if (!e) return "#error " + std::string(ir::info(node.op).ir_name) + ": " + e.error() + "\n";
     s += indent + "const " + value_type(node.dtype) + " v" + std::to_string(j) + " = " + *e + ";\n";
   }

@@ -83,7 +83,12 @@ std::string convert(const std::string& value, DType from, DType to) {
 }
 
 ir::Result<std::string> float_unary(Op op, const ir::Attrs& attrs, const std::string& x,
-                                    const std::string& t) {
+                                    const std::string& t, bool approximate_tanh) {
+  if (approximate_tanh && t == "float") {
+    if (op == Op::Tanh) return "sg_tanh_approx(" + x + ")";
+    if (op == Op::Gelu && attrs.approximate.value_or("none") == "tanh")
+      return "sg_gelu_tanh_approx(" + x + ")";
+  }
   switch (op) {
     case Op::Neg: return "(-" + x + ")";
     case Op::Abs: return "sg_fabs(" + x + ")";
@@ -176,7 +181,8 @@ ir::Result<std::string> compare(Op op, const std::string& a, const std::string& 
 
 }  // namespace
 
-ir::Result<std::string> expression(const GroupNode& node, const std::vector<Operand>& in) {
+ir::Result<std::string> expression(const GroupNode& node, const std::vector<Operand>& in,
+                                   DType result) {
   using R = ir::Result<std::string>;
   DType d = node.dtype;
   std::string t = value_type(d);
@@ -186,7 +192,8 @@ ir::Result<std::string> expression(const GroupNode& node, const std::vector<Oper
     case Rule::UnarySame:
     case Rule::UnaryFloat:
       if (d == DType::Bool) return R::failure("bool arithmetic must be lowered to u8 first");
-      if (ir::is_float(d)) return float_unary(node.op, node.attrs, arg(0, d), t);
+      if (ir::is_float(d))
+        return float_unary(node.op, node.attrs, arg(0, d), t, result == DType::BF16);
       return int_unary(node.op, arg(0, d), t);
     case Rule::UnaryBool: {
       DType od = in[0].dtype;

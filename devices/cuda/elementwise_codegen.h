@@ -29,7 +29,12 @@ struct Operand {
   ir::DType dtype;
 };
 
-// The expression computing `node` (not a view) from its operands' registers.
-ir::Result<std::string> expression(const GroupNode& node, const std::vector<Operand>& in);
+// The expression computing `node` (not a view) from its operands' registers,
+// in a kernel whose result has dtype `result`: a result rounded to bf16 takes
+// tanh from the GPU's tanh.approx (relative error under 2^-10.9, a quarter
+// of bf16's half-ulp) instead of libdevice's tanhf, which costs more than
+// the memory traffic of a GELU kernel.
+ir::Result<std::string> expression(const GroupNode& node, const std::vector<Operand>& in,
+                                   ir::DType result = ir::DType::F32);
 
 }  // namespace sexpgpu::cuda::codegen

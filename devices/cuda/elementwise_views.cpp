@@ -422,7 +422,7 @@ std::string scalar_steps(const ElementwiseGroup& g, const ViewPlan& plan, bool r
       case ViewStep::Compute: {
         std::vector<Operand> in;
         for (int o : step.operands) in.push_back(Operand{r(o), plan.registers[size_t(o)]});
-        ir::Result<std::string> e = expression(g.nodes[size_t(step.source)], in);
+        ir::Result<std::string> e = expression(g.nodes[size_t(step.source)], in, g.output.dtype);
         if (!e) return "#error " + e.error() + "\n";
         s += indent + "const " + type(step.reg) + " " + r(step.reg) + " = " + *e + ";\n";
         break;
@@ -518,7 +518,7 @@ std::string vector_steps(const ElementwiseGroup& g, const ViewPlan& plan, int v,
       case ViewStep::Compute: {
         std::vector<Operand> in;
         for (int o : step.operands) in.push_back(Operand{r(o) + "[j]", plan.registers[size_t(o)]});
-        ir::Result<std::string> e = expression(g.nodes[size_t(step.source)], in);
+        ir::Result<std::string> e = expression(g.nodes[size_t(step.source)], in, g.output.dtype);
         if (!e) return "#error " + e.error() + "\n";
         s += declare + loop(r(step.reg) + "[j] = " + *e + ";");
         break;

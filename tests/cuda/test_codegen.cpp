@@ -294,3 +294,29 @@ TEST_CASE("a sum of a square nothing else reads squares on load", "[cuda][codege
   CHECK(summed.size() == 1);
   CHECK(summed[size_t(g_sum)] == size_t(g2));
 }
+
+TEST_CASE("kernels with a bf16 result take tanh from tanh.approx, others from tanhf",
+          "[cuda][codegen]") {
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = plan_context(cache);
+  ir::TensorType x{DType::F32, ir::Shape{{64, 32}}};
+  ir::Attrs to_bf16 = to_bf16_attrs(), tanh_gelu, none;
+  tanh_gelu.approximate = "tanh";
+  auto group = [&](DType result) {
+    std::vector<cuda::GroupNode> nodes{{Op::Gelu, tanh_gelu, DType::F32, {-1}},
+                                       {Op::Tanh, none, DType::F32, {0}}};
+    if (result == DType::BF16) nodes.push_back({Op::Cast, to_bf16, DType::BF16, {1}});
+    return cuda::ElementwiseGroup{nodes, {x}, ir::TensorType{result, x.shape}};
+  };
+  std::string half = cuda::group_source(group(DType::BF16), "tanh_bf16");
+  CHECK(half.find("sg_gelu_tanh_approx(") != std::string::npos);
+  CHECK(half.find("sg_tanh_approx(") != std::string::npos);
+  std::string full = cuda::group_source(group(DType::F32), "tanh_f32");
+  CHECK(full.find("_approx(") == std::string::npos);
+  CHECK(full.find("sg_tanh(") != std::string::npos);
+  REQUIRE(cuda::make_group_kernel(group(DType::BF16), ctx));
+  REQUIRE(cuda::make_group_kernel(group(DType::F32), ctx));
+  std::string e = cache.build(false);
+  INFO(e);
+  CHECK(e.empty());
+}
