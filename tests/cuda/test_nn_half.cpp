@@ -23,23 +23,14 @@
 
 #include "catch.hpp"
 #include "context.h"
+#include "gpu_or_skip.h"
 #include "kernel.h"
 #include "plan_context.h"
 
 using namespace sexpgpu;
+using cuda::testing::gpu_missing;
 using ir::DType;
 using ir::Op;
-
-// Catch2 v3.3+ skips a test; older versions can only say so and return.
-#ifdef SKIP
-#define SG_SKIP_TEST(message) SKIP(message)
-#else
-#define SG_SKIP_TEST(message)       \
-  do {                              \
-    WARN("SKIPPED: " << (message)); \
-    return;                         \
-  } while (0)
-#endif
 
 namespace {
 
@@ -116,15 +107,6 @@ std::vector<float> random_values(std::mt19937& rng, size_t n, float scale, DType
 
 // ---------------------------------------------------------------------------
 // Running a kernel
-
-// Why there is no GPU to run on, or "".
-std::string gpu_missing() {
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(e);
-  if (count == 0) return "no CUDA device";
-  return "";
-}
 
 cuda::Context gpu_context() {
   cudaDeviceProp prop{};

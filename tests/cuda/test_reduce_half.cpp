@@ -17,6 +17,7 @@
 
 #include "catch.hpp"
 #include "context.h"
+#include "gpu_or_skip.h"
 #include "ir/graph.h"
 #include "kernel.h"
 #include "kernels_reduce.h"
@@ -26,19 +27,10 @@
 #include "reduce_launch.h"
 
 using namespace sexpgpu;
+using cuda::testing::gpu_missing;
 using ir::DType;
 using ir::NodeId;
 using ir::Op;
-
-#ifdef SKIP
-#define SG_SKIP_TEST(message) SKIP(message)
-#else
-#define SG_SKIP_TEST(message)       \
-  do {                              \
-    WARN("SKIPPED: " << (message)); \
-    return;                         \
-  } while (0)
-#endif
 
 namespace {
 
@@ -65,14 +57,6 @@ bool any_starts_with(const std::vector<std::string>& kernels, const std::string&
   for (const std::string& k : kernels)
     if (k.rfind(prefix, 0) == 0) return true;
   return false;
-}
-
-std::string gpu_missing() {
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(e);
-  if (count == 0) return "no CUDA device";
-  return "";
 }
 
 uint16_t half_bits(float v, DType d) {
