@@ -34,12 +34,6 @@ using ir::Op;
 
 namespace {
 
-ir::Shape shape(std::initializer_list<int64_t> v) {
-  ir::Dims d;
-  for (int64_t x : v) d.push_back(x);
-  return ir::Shape(d);
-}
-
 // The kernel names of `fn`'s plan for an H200.
 std::vector<std::string> planned_kernels(ir::Module& module, const std::string& fn) {
   cuda::NvrtcCache cache(90);
@@ -105,8 +99,8 @@ TEST_CASE("a bias gradient sums the bf16 copy its weight gradient's product read
   ir::Builder b(fn);
   // g: a layer's f32 output gradient; x: its bf16 input. The weight
   // gradient x^T cast(g) is returned in f32, the bias gradient sum(g, 0).
-  NodeId g0 = b.input("g", {DType::F32, shape({256, 96})});
-  NodeId x = b.input("x", {DType::BF16, shape({256, 64})});
+  NodeId g0 = b.input("g", {DType::F32, ir::Shape{{256, 96}}});
+  NodeId x = b.input("x", {DType::BF16, ir::Shape{{256, 64}}});
   NodeId g = b.must(Op::Exp, {g0});  // a computed gradient, as autodiff's
   ir::Attrs to_bf16, to_f32, rows, swap;
   to_bf16.dtype = DType::BF16;
@@ -146,7 +140,8 @@ TEST_CASE("only a plain sum into f32 reads half storage", "[cuda][reduce]") {
   std::vector<Types> cases;
   cases.reserve(8);
   auto request = [&](Op op, DType in, DType out) {
-    cases.push_back({{ir::TensorType{in, shape({512, 768})}}, ir::TensorType{out, shape({768})}});
+    cases.push_back(
+        {{ir::TensorType{in, ir::Shape{{512, 768}}}}, ir::TensorType{out, ir::Shape{{768}}}});
     return cuda::KernelRequest{op, rows, cases.back().inputs, cases.back().output, ctx, {}};
   };
   cuda::KernelResult bf16 = cuda::make_reduce_kernel(request(Op::Sum, DType::BF16, DType::F32));

@@ -16,16 +16,6 @@ using ir::DType;
 using ir::NodeId;
 using ir::Op;
 
-namespace {
-
-ir::Shape shape(std::initializer_list<int64_t> v) {
-  ir::Dims d;
-  for (int64_t x : v) d.push_back(x);
-  return ir::Shape(d);
-}
-
-}  // namespace
-
 TEST_CASE("sums of squares of inputs share multi-tensor launches", "[cuda][reduce]") {
   ir::Module module;
   module.functions.emplace_back();
@@ -41,10 +31,10 @@ TEST_CASE("sums of squares of inputs share multi-tensor launches", "[cuda][reduc
   auto sum_of_squares = [&](NodeId x) { return add(Op::Sum, {add(Op::Square, {x})}); };
   // A warp's row, a split block's row and a vector: one f32 launch. One f64
   // tensor launches alone, and so does a square of a computed value.
-  NodeId g0 = b.input("g0", {DType::F32, shape({768})});
-  NodeId g1 = b.input("g1", {DType::F32, shape({2304, 768})});
-  NodeId g2 = b.input("g2", {DType::F32, shape({7})});
-  NodeId g3 = b.input("g3", {DType::F64, shape({3, 5})});
+  NodeId g0 = b.input("g0", {DType::F32, ir::Shape{{768}}});
+  NodeId g1 = b.input("g1", {DType::F32, ir::Shape{{2304, 768}}});
+  NodeId g2 = b.input("g2", {DType::F32, ir::Shape{{7}}});
+  NodeId g3 = b.input("g3", {DType::F64, ir::Shape{{3, 5}}});
   NodeId total = add(Op::Add, {sum_of_squares(g0), sum_of_squares(g1)});
   total = add(Op::Add, {total, sum_of_squares(g2)});
   total = add(Op::Add, {total, sum_of_squares(add(Op::Exp, {g2}))});
