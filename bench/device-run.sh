@@ -5,7 +5,7 @@
 # on the cuda plugin, cuda_parity.py's training checks), then the benchmarks
 # against PyTorch; a short table comes last. Logs go to $OUT.
 #
-#   bench/device-run.sh [build] [test] [profile] [bench]   (default: build test bench)
+#   bench/device-run.sh [build] [test] [profile] [torch-profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
 # device tool): `bench/device-deps.sh` downloads them here. Call it without
@@ -91,6 +91,14 @@ if has profile; then
   python3 "$SRC/bench/profile_summary.py" "$OUT/prof" 25 > "$OUT/profile.txt"
   head -70 "$OUT/profile.txt"
   note "profile: see profile.txt"
+fi
+
+if has torch-profile; then
+  # Where torch.compile's step goes, to set beside the profile above.
+  python3 "$SRC/bench/nanogpt_torch.py" --mode compile --steps 15 --warmup 10 \
+    --profile "$OUT/torch_profile.txt" > "$LOGS/torch_profile.log" 2>&1
+  head -75 "$OUT/torch_profile.txt"
+  note "torch profile: see torch_profile.txt"
 fi
 
 if has bench; then

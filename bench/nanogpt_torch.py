@@ -261,6 +261,21 @@ def windows_per_s(step, device, first, last, window):
     return rates
 
 
+def write_profile(step, device, first, path):
+    """Three more steps under torch.profiler: each GPU kernel's total time
+    over them, largest first, into `path` (what the sexpgpu profile's
+    per-kernel table is compared with)."""
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for s in range(first, first + 3):
+            step(s)
+        synchronize(device)
+    with open(path, "w") as out:
+        out.write(prof.key_averages().table(sort_by="self_device_time_total", row_limit=60,
+                                            max_name_column_width=110))
+
+
 def peak_memory(device):
     return torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
 
@@ -273,6 +288,8 @@ def run_gpt2(args, device, spec):
     for s in range(1, args.warmup):
         step(s)
     times, loss = per_step_ms(step, device, args.warmup, args.steps)
+    if args.profile:
+        write_profile(step, device, args.steps, args.profile)
     step_ms = statistics.median(times)
     tokens_per_s = args.batch * args.seq / (step_ms / 1000)
     flops = gpt2_flops_per_token(params, args.depth, args.seq, args.width)
@@ -313,6 +330,8 @@ def parse_args():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10, help="untimed steps, compilation's too")
     ap.add_argument("--window", type=int, default=50, help="mlp: steps per timed window")
+    ap.add_argument("--profile", metavar="FILE",
+                    help="gpt2: after timing, profile 3 steps and write a per-kernel table here")
     for name in ("vocab", "seq", "width", "depth", "heads", "batch"):
         ap.add_argument("--" + name, type=int)
     args = ap.parse_args()
