@@ -15,7 +15,18 @@ namespace sexpgpu::cuda {
 enum class AttentionDType : int { F32, F64, BF16, F16 };
 enum class AttentionMask : int { None, Bool, Additive };
 
-// q [B,H,Tq,D], k and v [B,H,Tk,D], out [B,H,Tq,D], all dense; the mask,
+// Where the rows of a [B,H,T,D] operand are: row t of head h of batch b
+// starts b*batch + h*head + t*row elements from the operand's pointer, its D
+// elements contiguous. All zero: dense, [B,H,T,D] row-major. Only the
+// tensor-core kernels (bf16, f16) take other strides: attention reads q, k
+// and v where a [B,T,3,H,D] product left them, and writes and reads o as
+// [B,T,H,D], without permuting copies (attention_views.h).
+struct HeadStrides {
+  int64_t batch = 0, head = 0, row = 0;
+};
+
+// q [B,H,Tq,D], k and v [B,H,Tk,D], out [B,H,Tq,D], dense unless their
+// HeadStrides say otherwise (tensor cores only); the mask,
 // when present, is read at b*mask_strides[0] + h*mask_strides[1] +
 // i*mask_strides[2] + j*mask_strides[3] (broadcast strides over [B,H,Tq,Tk]),
 // one byte per element when bool, else of the compute dtype. lse, when not
@@ -35,6 +46,7 @@ struct AttentionParams {
   AttentionMask mask_kind = AttentionMask::None;
   int64_t mask_strides[4] = {0, 0, 0, 0};
   AttentionDType dtype = AttentionDType::F32;
+  HeadStrides q_strides, k_strides, v_strides, out_strides;
 };
 
 // The largest head dimension the kernels take.
@@ -65,7 +77,8 @@ cudaError_t launch_flash_attention(const AttentionParams& p, cudaStream_t stream
 
 // attention_grad: `attention` holds q, k, v, the mask (bool only) and the
 // sizes, scale and causality as for the forward (its `out` and `lse` are
-// unused); o and g are [B,H,Tq,D], out [B,H,Tq+2Tk,D] (dq, dk, dv along
+// unused); o and g are [B,H,Tq,D] (their HeadStrides as the forward's
+// operands'), out [B,H,Tq+2Tk,D] dense (dq, dk, dv along
 // axis 2). row_stats is scratch of attention_grad_stats_bytes: per query
 // row its log-sum-exp, then per query row rowsum(g * o), in f64 for f64 and
 // f32 otherwise. lse, when not null, is the forward's (AttentionParams::lse
@@ -75,7 +88,13 @@ struct AttentionGradParams {
   AttentionParams attention;
   const void* o = nullptr;
   const void* g = nullptr;
+  HeadStrides o_strides, g_strides;
   void* out = nullptr;
+  // When dq_strides.row != 0 (tensor cores only): dq, dk and dv are written
+  // at out + part_offsets[i] elements with these strides (a [B,T,3,H,D]
+  // gradient of a packed qkv) instead of [B,H,Tq+2Tk,D].
+  HeadStrides dq_strides, dk_strides, dv_strides;
+  int64_t part_offsets[3] = {0, 0, 0};
   void* row_stats = nullptr;
   const float* lse = nullptr;
 };

@@ -45,19 +45,39 @@ struct HeadTile {
   static constexpr int kStride = kD + 8;
 };
 
-// 16-byte copies need d % 8 == 0 and 16-byte aligned operands.
-__device__ __forceinline__ bool can_copy_16(int64_t d, const void* a, const void* b,
-                                            const void* c) {
-  auto address = [](const void* x) { return reinterpret_cast<uintptr_t>(x); };
-  return d % 8 == 0 && (address(a) | address(b) | address(c)) % 16 == 0;
+// The rows of one batch*head of a [B,H,T,D] operand (HeadStrides): the
+// first, and the elements from one row to the next.
+template <class T>
+struct HeadRows {
+  T* first;
+  int64_t stride;
+};
+template <class T>
+__device__ __forceinline__ HeadRows<T> head_rows(T* operand, const HeadStrides& s, int64_t bh,
+                                                 int64_t heads, int64_t rows, int64_t d) {
+  if (s.row == 0) return {operand + bh * rows * d, d};
+  return {operand + (bh / heads) * s.batch + (bh % heads) * s.head, s.row};
+}
+// An operand's rows, read-only.
+__device__ __forceinline__ HeadRows<const uint16_t> read_rows(const void* operand,
+                                                              const HeadStrides& s, int64_t bh,
+                                                              int64_t heads, int64_t rows,
+                                                              int64_t d) {
+  return head_rows(static_cast<const uint16_t*>(operand), s, bh, heads, rows, d);
 }
 
-// Rows [row0, row0 + kRows) of a dense [rows, d] matrix into a shared tile
-// of kD columns, zeros past the matrix's edges; asynchronous (cp.async, to
-// be committed and waited for) when `copy_16`, else plain stores.
+// 16-byte copies need d % 8 == 0 and rows that start 16-byte aligned.
+template <class T>
+__device__ __forceinline__ bool rows_copy_16(int64_t d, const HeadRows<T>& rows) {
+  return d % 8 == 0 && reinterpret_cast<uintptr_t>(rows.first) % 16 == 0 && rows.stride % 8 == 0;
+}
+
+// Rows [row0, row0 + kRows) of a [rows, d] matrix into a shared tile of kD
+// columns, zeros past the matrix's edges; asynchronous (cp.async, to be
+// committed and waited for) when `copy_16`, else plain stores.
 template <int kRows, int kD>
-__device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* src, int64_t row0,
-                                          int64_t rows, int64_t d, bool copy_16) {
+__device__ __forceinline__ void load_tile(uint16_t* tile, HeadRows<const uint16_t> src,
+                                          int64_t row0, int64_t rows, int64_t d, bool copy_16) {
   constexpr int kStride = HeadTile<kD>::kStride;
   if (copy_16) {
     constexpr int kChunks = kD / 8;
@@ -65,14 +85,15 @@ __device__ __forceinline__ void load_tile(uint16_t* tile, const uint16_t* src, i
       const int r = i / kChunks, c = i % kChunks * 8;
       const int64_t row = row0 + r;
       const bool inside = row < rows && c < d;
-      cp_async_16(tile + r * kStride + c, inside ? src + row * d + c : src, inside);
+      cp_async_16(tile + r * kStride + c, inside ? src.first + row * src.stride + c : src.first,
+                  inside);
     }
     return;
   }
   for (int i = int(threadIdx.x); i < kRows * kD; i += kThreads) {
     const int r = i / kD, c = i % kD;
     const int64_t row = row0 + r;
-    tile[r * kStride + c] = row < rows && c < d ? src[row * d + c] : uint16_t(0);
+    tile[r * kStride + c] = row < rows && c < d ? src.first[row * src.stride + c] : uint16_t(0);
   }
 }
 
@@ -382,11 +403,12 @@ __device__ __forceinline__ void store_two(uint16_t* row, int col, int64_t d, boo
 }
 
 // Rows [row0, row0 + 16*kM) of a warp's [rows][8*kN8] f32 tile, times
-// `factor`, into rows of a dense [rows, d] matrix (those below `rows`).
+// `factor`, into rows of a [rows, d] matrix (those below `rows`).
 template <class Half, int kM, int kN8>
-__device__ __forceinline__ void store_rows(uint16_t* dst, const float (&acc)[kM][kN8][4],
+__device__ __forceinline__ void store_rows(HeadRows<uint16_t> dst, const float (&acc)[kM][kN8][4],
                                            int64_t row0, int64_t rows, int64_t d, float factor) {
-  const bool pairs = d % 2 == 0 && reinterpret_cast<uintptr_t>(dst) % 4 == 0;
+  const bool pairs =
+      d % 2 == 0 && reinterpret_cast<uintptr_t>(dst.first) % 4 == 0 && dst.stride % 2 == 0;
 #pragma unroll
   for (int m = 0; m < kM; ++m)
 #pragma unroll
@@ -395,8 +417,8 @@ __device__ __forceinline__ void store_rows(uint16_t* dst, const float (&acc)[kM]
       if (row >= rows) continue;
 #pragma unroll
       for (int n = 0; n < kN8; ++n)
-        store_two<Half>(dst + row * d, 8 * n + acc_col(0), d, pairs, acc[m][n][2 * h] * factor,
-                        acc[m][n][2 * h + 1] * factor);
+        store_two<Half>(dst.first + row * dst.stride, 8 * n + acc_col(0), d, pairs,
+                        acc[m][n][2 * h] * factor, acc[m][n][2 * h + 1] * factor);
     }
 }
 
@@ -480,8 +502,8 @@ __device__ __forceinline__ BlockTile grouped_query_tile(const AttentionParams& p
 // buffers from `buffers`, the next copy in flight while this one is used.
 // Tiles the caller loaded before are waited for with the first.
 template <class Tile, bool kValues, class Visit>
-__device__ __forceinline__ void for_each_key_tile(uint16_t* buffers, const uint16_t* k,
-                                                  const uint16_t* v, int64_t end,
+__device__ __forceinline__ void for_each_key_tile(uint16_t* buffers, HeadRows<const uint16_t> k,
+                                                  HeadRows<const uint16_t> v, int64_t end,
                                                   const AttentionParams& p, bool copy_16,
                                                   Visit&& visit) {
   constexpr int kLoad = Tile::kKeysPerLoad;
@@ -546,11 +568,11 @@ __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned
   const BlockTile block_tile = grouped_query_tile<Tile::kRows>(p);
   const int64_t bh = block_tile.bh, q0 = block_tile.q0;
   const int warp_row0 = warp_id() * 16 * kM;
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + bh * p.tq * p.d;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * p.tk * p.d;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * p.tk * p.d;
+  const auto q = read_rows(p.q, p.q_strides, bh, p.heads, p.tq, p.d);
+  const auto k = read_rows(p.k, p.k_strides, bh, p.heads, p.tk, p.d);
+  const auto v = read_rows(p.v, p.v_strides, bh, p.heads, p.tk, p.d);
   const Logits<Half> logits(p, bh);
-  const bool copy_16 = can_copy_16(p.d, p.q, p.k, p.v);
+  const bool copy_16 = rows_copy_16(p.d, q) && rows_copy_16(p.d, k) && rows_copy_16(p.d, v);
 
   // Committed with the first key tile, so in shared memory at its visit.
   load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
@@ -598,8 +620,8 @@ __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned
       if (p.lse && row < p.tq && lane_id() % 4 == 0)
         p.lse[bh * p.tq + row] = log_sum_exp2(row_max[m][h], total);
     }
-  store_rows<Half>(static_cast<uint16_t*>(p.out) + bh * p.tq * p.d, o, q0 + warp_row0, p.tq, p.d,
-                   1.0f);
+  store_rows<Half>(head_rows(static_cast<uint16_t*>(p.out), p.out_strides, bh, p.heads, p.tq, p.d),
+                   o, q0 + warp_row0, p.tq, p.d, 1.0f);
 }
 
 }  // namespace sexpgpu::cuda::flash

@@ -47,10 +47,10 @@ __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
   const int64_t bh = blockIdx.x;
   const int64_t q0 = int64_t(gridDim.y - 1 - blockIdx.y) * Tile::kRows;
   const int warp_row0 = warp_id() * 16 * kM;
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + bh * p.tq * p.d;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * p.tk * p.d;
+  const auto q = read_rows(p.q, p.q_strides, bh, p.heads, p.tq, p.d);
+  const auto k = read_rows(p.k, p.k_strides, bh, p.heads, p.tk, p.d);
   const Logits<Half> logits(p, bh);
-  const bool copy_16 = can_copy_16(p.d, p.q, p.k, p.k);
+  const bool copy_16 = rows_copy_16(p.d, q) && rows_copy_16(p.d, k);
 
   load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
   QueryFragments<Tile> queries;
@@ -97,9 +97,11 @@ __device__ __forceinline__ float warp_row_dots(const AttentionGradParams& gp, in
   const int part = lane_id() % kLanesPerRow;
   float sum = 0;
   if (row < p.tq) {
-    const uint16_t* g = static_cast<const uint16_t*>(gp.g) + (bh * p.tq + row) * d;
-    const uint16_t* o = static_cast<const uint16_t*>(gp.o) + (bh * p.tq + row) * d;
-    if (can_copy_16(d, gp.g, gp.o, gp.o)) {
+    const auto g_rows = read_rows(gp.g, gp.g_strides, bh, p.heads, p.tq, d);
+    const auto o_rows = read_rows(gp.o, gp.o_strides, bh, p.heads, p.tq, d);
+    const uint16_t* g = g_rows.first + row * g_rows.stride;
+    const uint16_t* o = o_rows.first + row * o_rows.stride;
+    if (rows_copy_16(d, g_rows) && rows_copy_16(d, o_rows)) {
       for (int64_t c = 8 * part; c < d; c += 8 * kLanesPerRow) {
         const uint4 gv = *reinterpret_cast<const uint4*>(g + c);
         const uint4 ov = *reinterpret_cast<const uint4*>(o + c);
@@ -119,6 +121,20 @@ __device__ __forceinline__ float warp_row_dots(const AttentionGradParams& gp, in
   return sum;
 }
 
+// Where attention_grad writes part `i` (0 dq, 1 dk, 2 dv) of one
+// batch*head: dense [B,H,Tq+2Tk,D] unless strided (AttentionGradParams).
+__device__ __forceinline__ HeadRows<uint16_t> gradient_rows(const AttentionGradParams& gp,
+                                                            int64_t bh, int part) {
+  const AttentionParams& p = gp.attention;
+  uint16_t* out = static_cast<uint16_t*>(gp.out);
+  if (gp.dq_strides.row == 0) {
+    const int64_t first[3] = {0, p.tq, p.tq + p.tk};
+    return {out + (bh * (p.tq + 2 * p.tk) + first[part]) * p.d, p.d};
+  }
+  const HeadStrides* strides[3] = {&gp.dq_strides, &gp.dk_strides, &gp.dv_strides};
+  return head_rows(out + gp.part_offsets[part], *strides[part], bh, p.heads, 0, p.d);
+}
+
 // One block of dq: queries [q0, q0 + Tile::kRows) of one batch*head against
 // every key they see: p from the log-sum-exp, dp = g v^T, ds = p (dp -
 // rowsum(g o)), dq = ds k * scale; rowsum(g o) (warp_row_dots) also goes to
@@ -133,12 +149,13 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
   const BlockTile block_tile = grouped_query_tile<Tile::kRows>(p);  // as the forward's
   const int64_t bh = block_tile.bh, q0 = block_tile.q0;
   const int warp_row0 = warp_id() * 16 * kM;
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + bh * p.tq * p.d;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * p.tk * p.d;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * p.tk * p.d;
-  const uint16_t* g = static_cast<const uint16_t*>(gp.g) + bh * p.tq * p.d;
+  const auto q = read_rows(p.q, p.q_strides, bh, p.heads, p.tq, p.d);
+  const auto k = read_rows(p.k, p.k_strides, bh, p.heads, p.tk, p.d);
+  const auto v = read_rows(p.v, p.v_strides, bh, p.heads, p.tk, p.d);
+  const auto g = read_rows(gp.g, gp.g_strides, bh, p.heads, p.tq, p.d);
   const Logits<Half> logits(p, bh);
-  const bool copy_16 = can_copy_16(p.d, p.q, p.k, p.v) && can_copy_16(p.d, gp.g, gp.g, gp.g);
+  const bool copy_16 =
+      rows_copy_16(p.d, q) && rows_copy_16(p.d, k) && rows_copy_16(p.d, v) && rows_copy_16(p.d, g);
 
   // Committed with the first key tile, so in shared memory at its visit.
   load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
@@ -176,8 +193,7 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
   for_each_key_tile<Tile, true>(gs + Tile::kRows * Tile::kStride, k, v,
                                 key_end(p, q0 + Tile::kRows), p, copy_16, visit);
 
-  uint16_t* out = static_cast<uint16_t*>(gp.out) + bh * (p.tq + 2 * p.tk) * p.d;
-  store_rows<Half>(out, dq, q0 + warp_row0, p.tq, p.d, float(p.scale));
+  store_rows<Half>(gradient_rows(gp, bh, 0), dq, q0 + warp_row0, p.tq, p.d, float(p.scale));
 }
 
 // The tiling of the dk/dv kernel: 16*kM keys per warp, tiles of kQueries,
@@ -232,14 +248,15 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
   const int64_t bh = blockIdx.x;
   const int64_t k0 = int64_t(blockIdx.y) * Tile::kKeys;
   const int warp_row0 = warp_id() * 16 * kM;
-  const uint16_t* q = static_cast<const uint16_t*>(p.q) + bh * p.tq * p.d;
-  const uint16_t* k = static_cast<const uint16_t*>(p.k) + bh * p.tk * p.d;
-  const uint16_t* v = static_cast<const uint16_t*>(p.v) + bh * p.tk * p.d;
-  const uint16_t* g = static_cast<const uint16_t*>(gp.g) + bh * p.tq * p.d;
+  const auto q = read_rows(p.q, p.q_strides, bh, p.heads, p.tq, p.d);
+  const auto k = read_rows(p.k, p.k_strides, bh, p.heads, p.tk, p.d);
+  const auto v = read_rows(p.v, p.v_strides, bh, p.heads, p.tk, p.d);
+  const auto g = read_rows(gp.g, gp.g_strides, bh, p.heads, p.tq, p.d);
   const float* lse = lse_rows(gp, bh);
   const float* dot = row_dot(gp, bh);
   const Logits<Half> logits(p, bh);
-  const bool copy_16 = can_copy_16(p.d, p.q, p.k, p.v) && can_copy_16(p.d, gp.g, gp.g, gp.g);
+  const bool copy_16 =
+      rows_copy_16(p.d, q) && rows_copy_16(p.d, k) && rows_copy_16(p.d, v) && rows_copy_16(p.d, g);
 
   // Rows past Tq get L = +inf: their logits are -inf, their p 0.
   auto load_queries = [&](int64_t q0, int buffer) {
@@ -309,9 +326,8 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
   }
   cp_async_wait_all();  // nothing left in flight when no query sees these keys
 
-  uint16_t* out = static_cast<uint16_t*>(gp.out) + bh * (p.tq + 2 * p.tk) * p.d;
-  store_rows<Half>(out + p.tq * p.d, dk, k0 + warp_row0, p.tk, p.d, float(p.scale));
-  store_rows<Half>(out + (p.tq + p.tk) * p.d, dv, k0 + warp_row0, p.tk, p.d, 1.0f);
+  store_rows<Half>(gradient_rows(gp, bh, 1), dk, k0 + warp_row0, p.tk, p.d, float(p.scale));
+  store_rows<Half>(gradient_rows(gp, bh, 2), dv, k0 + warp_row0, p.tk, p.d, 1.0f);
 }
 
 }  // namespace sexpgpu::cuda::flash

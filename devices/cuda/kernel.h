@@ -15,8 +15,10 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "context.h"
 #include "ir/ops.h"
@@ -58,6 +60,31 @@ struct Kernel {
   bool reads_link = false;
 };
 
+// An attention operand or result read or written in place as a view of
+// another node's buffer (attention_views.h): the logical [B,H,T,D] shape,
+// where element (0,0,0,0) is and the strides of b, h and t, in elements; D
+// is contiguous.
+struct HeadView {
+  ir::Shape shape;
+  int64_t offset = 0;
+  int64_t batch = 0, head = 0, row = 0;
+  bool operator==(const HeadView&) const = default;
+};
+
+// The views of one node's operands (one entry each, nullopt: dense as its
+// type says) and of its result or its result's parts.
+struct NodeViews {
+  std::vector<std::optional<HeadView>> operands;
+  std::optional<HeadView> output;
+  // attention_grad: where dq, dk and dv go in its result's buffer (empty:
+  // the dense [B,H,Tq+2Tk,D]).
+  std::vector<HeadView> output_parts;
+  const std::optional<HeadView>& operand(size_t i) const {
+    static const std::optional<HeadView> dense;
+    return i < operands.size() ? operands[i] : dense;
+  }
+};
+
 struct KernelRequest {
   ir::Op op;
   const ir::Attrs& attrs;
@@ -73,6 +100,9 @@ struct KernelRequest {
   // (asked only when the forward's kernel writes them: Kernel::link_bytes >
   // 0). A kernel that cannot leaves them alone.
   bool link = false;
+  // attention, attention_grad: operands and result that are views of other
+  // buffers (null: all dense). Other kernels are never given views.
+  const NodeViews* views = nullptr;
 };
 
 using KernelResult = ir::Result<Kernel>;

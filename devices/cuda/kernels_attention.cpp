@@ -75,11 +75,51 @@ AttentionParams attention_params(const KernelRequest& r, size_t mask_input) {
   return p;
 }
 
+// The request with each operand viewed in place (KernelRequest::views)
+// typed as its logical [B,H,T,D]: what the checks and sizes read.
+struct Logical {
+  std::vector<ir::TensorType> types;
+  KernelRequest request;
+  explicit Logical(const KernelRequest& r) : types(r.inputs.begin(), r.inputs.end()), request(r) {
+    if (r.views)
+      for (size_t i = 0; i < types.size(); ++i)
+        if (const std::optional<HeadView>& v = r.views->operand(i)) types[i].shape = v->shape;
+    request.inputs = types;
+  }
+};
+
+bool any_view(const KernelRequest& r) {
+  if (!r.views) return false;
+  if (r.views->output || !r.views->output_parts.empty()) return true;
+  for (const std::optional<HeadView>& v : r.views->operands)
+    if (v) return true;
+  return false;
+}
+
+HeadStrides strides_of(const std::optional<HeadView>& v) {
+  return v ? HeadStrides{v->batch, v->head, v->row} : HeadStrides{};
+}
+
+// Where a viewed operand's element (0,0,0,0) is, in bytes from its buffer.
+std::vector<size_t> byte_offsets(const KernelRequest& r, size_t element) {
+  std::vector<size_t> offsets(r.inputs.size(), 0);
+  if (r.views)
+    for (size_t i = 0; i < offsets.size(); ++i)
+      if (const std::optional<HeadView>& v = r.views->operand(i))
+        offsets[i] = size_t(v->offset) * element;
+  return offsets;
+}
+
+const void* at(const void* buffer, size_t offset) {
+  return static_cast<const char*>(buffer) + offset;
+}
+
 std::string kernel_name(const KernelRequest& r, const AttentionParams& p, const std::string& how) {
   std::string name = kernel_label(r.op, r.output.dtype) + " " + how + " d=" + std::to_string(p.d);
   if (p.causal) name += " causal";
   if (p.mask_kind == AttentionMask::Bool) name += " bool-mask";
   if (p.mask_kind == AttentionMask::Additive) name += " float-mask";
+  if (any_view(r)) name += " strided";
   return name;
 }
 
@@ -101,10 +141,22 @@ std::string beyond_device(const KernelRequest& r, const AttentionParams& p, int6
   return {};
 }
 
-KernelResult make_forward_kernel(const KernelRequest& r) {
+KernelResult make_forward_kernel(const KernelRequest& request) {
+  const Logical logical(request);
+  const KernelRequest& r = logical.request;
   if (std::string why = unsupported(r, 3, true); !why.empty()) return no_kernel(r, why);
-  const AttentionParams params = attention_params(r, 3);
+  AttentionParams params = attention_params(r, 3);
   const bool half = is_half(params.dtype);
+  if (any_view(r)) {
+    if (!half) return no_kernel(r, "only the tensor-core kernels read strided operands");
+    params.q_strides = strides_of(r.views->operand(0));
+    params.k_strides = strides_of(r.views->operand(1));
+    params.v_strides = strides_of(r.views->operand(2));
+    params.out_strides = strides_of(r.views->output);
+    if (r.views->output && r.views->output->offset != 0)
+      return no_kernel(r, "a strided result starts its buffer");
+  }
+  const std::vector<size_t> offsets = byte_offsets(r, ir::size_bytes(r.output.dtype));
   const AttentionTiling tiling = half ? flash_attention_tiling(params) : attention_tiling(params);
   std::string name = kernel_name(r, params,
                                  std::string(half ? "tensor-core flash " : "flash ") +
@@ -123,11 +175,11 @@ KernelResult make_forward_kernel(const KernelRequest& r) {
     kernel.link_bytes = size_t(params.batch * params.heads * params.tq) * sizeof(float);
     name += " +lse";
   }
-  kernel.launch = [params, half, writes_lse](const LaunchArgs& a) -> std::string {
+  kernel.launch = [params, half, writes_lse, offsets](const LaunchArgs& a) -> std::string {
     AttentionParams p = params;
-    p.q = a.inputs[0];
-    p.k = a.inputs[1];
-    p.v = a.inputs[2];
+    p.q = at(a.inputs[0], offsets[0]);
+    p.k = at(a.inputs[1], offsets[1]);
+    p.v = at(a.inputs[2], offsets[2]);
     if (p.mask_kind != AttentionMask::None) p.mask = a.inputs[3];
     p.out = a.output;
     if (writes_lse) p.lse = static_cast<float*>(a.link);
@@ -187,7 +239,9 @@ struct Widening {
   }
 };
 
-KernelResult make_backward_kernel(const KernelRequest& r) {
+KernelResult make_backward_kernel(const KernelRequest& request) {
+  const Logical logical(request);
+  const KernelRequest& r = logical.request;
   if (std::string why = unsupported(r, 5, false); !why.empty()) return no_kernel(r, why);
   for (size_t i = 3; i < 5; ++i)
     if (!(r.inputs[i].shape == r.inputs[0].shape)) return no_kernel(r, "o and g must be q's shape");
@@ -200,6 +254,25 @@ KernelResult make_backward_kernel(const KernelRequest& r) {
     params.attention.dtype = AttentionDType::F32;
     widening.emplace(params, dtype);
   }
+  if (any_view(r)) {
+    if (!tensor_cores) return no_kernel(r, "only the tensor-core kernels read strided operands");
+    if (r.views->output) return no_kernel(r, "attention_grad writes a dense result");
+    params.attention.q_strides = strides_of(r.views->operand(0));
+    params.attention.k_strides = strides_of(r.views->operand(1));
+    params.attention.v_strides = strides_of(r.views->operand(2));
+    params.o_strides = strides_of(r.views->operand(3));
+    params.g_strides = strides_of(r.views->operand(4));
+    const std::vector<HeadView>& parts = r.views->output_parts;
+    if (!parts.empty()) {
+      if (parts.size() != 3) return no_kernel(r, "attention_grad writes dq, dk and dv");
+      HeadStrides* strides[3] = {&params.dq_strides, &params.dk_strides, &params.dv_strides};
+      for (size_t i = 0; i < 3; ++i) {
+        *strides[i] = strides_of(parts[i]);
+        params.part_offsets[i] = parts[i].offset;
+      }
+    }
+  }
+  const std::vector<size_t> offsets = byte_offsets(r, ir::size_bytes(r.output.dtype));
   const AttentionParams& a = params.attention;
   const AttentionGradPlan plan =
       tensor_cores ? flash_attention_grad_plan(params) : attention_grad_plan(params);
@@ -217,17 +290,17 @@ KernelResult make_backward_kernel(const KernelRequest& r) {
   const bool reads_lse = r.link && !widening && attention_grad_reads_lse(params);
   kernel.reads_link = reads_lse;
   if (reads_lse) name += " lse linked";
-  kernel.launch = [params, tensor_cores, widening,
-                   reads_lse](const LaunchArgs& args) -> std::string {
+  kernel.launch = [params, tensor_cores, widening, reads_lse,
+                   offsets](const LaunchArgs& args) -> std::string {
     AttentionGradParams p = params;
     if (p.attention.mask_kind != AttentionMask::None) p.attention.mask = args.inputs[5];
     if (widening) return widening->launch(p, args);
     if (reads_lse) p.lse = static_cast<const float*>(args.link);
-    p.attention.q = args.inputs[0];
-    p.attention.k = args.inputs[1];
-    p.attention.v = args.inputs[2];
-    p.o = args.inputs[3];
-    p.g = args.inputs[4];
+    p.attention.q = at(args.inputs[0], offsets[0]);
+    p.attention.k = at(args.inputs[1], offsets[1]);
+    p.attention.v = at(args.inputs[2], offsets[2]);
+    p.o = at(args.inputs[3], offsets[3]);
+    p.g = at(args.inputs[4], offsets[4]);
     p.out = args.output;
     p.row_stats = args.scratch;
     return cuda_error(tensor_cores ? launch_flash_attention_grad(p, args.stream)

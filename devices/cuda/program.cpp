@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "absorb_casts.h"
+#include "attention_views.h"
 #include "check.h"
 #include "elementwise.h"
 #include "fusion.h"
@@ -204,6 +205,7 @@ class CudaProgram final : public Program {
   Context& ctx_;
   ir::Function fn_;
   std::vector<Step> steps_;
+  std::vector<NodeViews> views_;  // per lowered node: attention operands read in place
   std::vector<std::pair<size_t, Kernel>> constant_kernels_;  // (offset, creation kernel)
   size_t constant_bytes_ = 0, arena_bytes_ = 0;
   DevicePtr arena_, constants_;
@@ -218,7 +220,8 @@ class CudaProgram final : public Program {
 // attention_grad and the attention computing its `o` from the same q, k, v,
 // mask, scale and causality; cross_entropy_grad and the cross_entropy of the
 // same logits, targets, reduction and ignore_index.
-std::vector<NodeId> linked_forwards(const Lowered& lowered, const std::vector<bool>& live) {
+std::vector<NodeId> linked_forwards(const Lowered& lowered, const std::vector<bool>& live,
+                                    const std::vector<NodeViews>& views) {
   std::vector<NodeId> forward(lowered.nodes.size(), -1);
   for (size_t i = 0; i < lowered.nodes.size(); ++i) {
     const LoweredNode& grad = lowered.nodes[i];
@@ -229,6 +232,9 @@ std::vector<NodeId> linked_forwards(const Lowered& lowered, const std::vector<bo
       bool masked = grad.inputs.size() == 6;
       bool same = f.op == Op::Attention && f.inputs.size() == (masked ? 4u : 3u) &&
                   std::equal(f.inputs.begin(), f.inputs.begin() + 3, grad.inputs.begin()) &&
+                  views[size_t(o)].operand(0) == views[i].operand(0) &&
+                  views[size_t(o)].operand(1) == views[i].operand(1) &&
+                  views[size_t(o)].operand(2) == views[i].operand(2) &&
                   (!masked || f.inputs[3] == grad.inputs[5]) && f.attrs.scale == grad.attrs.scale &&
                   f.attrs.causal == grad.attrs.causal;
       if (same) forward[i] = o;
@@ -255,6 +261,7 @@ std::string CudaProgram::build(const ir::Function& fn) {
   std::vector<NodeId> outputs;
   for (const ir::Output& o : fn_.outputs) outputs.push_back(lowered.of_original[size_t(o.node)]);
   absorb_casts(lowered, outputs, ctx_);
+  views_ = view_attention_operands(lowered, outputs);
   if (std::string e = plan(lowered); !e.empty()) return e;
   report_ = make_report(lowered);
   if (!ctx_.plan_only && !Profile::prefix().empty())
@@ -345,7 +352,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     return nodes[i].inputs;
   };
 
-  std::vector<NodeId> linked_forward = linked_forwards(lowered, live);
+  std::vector<NodeId> linked_forward = linked_forwards(lowered, live, views_);
   std::vector<bool> is_linked_forward(count, false);
   for (NodeId f : linked_forward)
     if (f >= 0) is_linked_forward[size_t(f)] = true;
@@ -410,6 +417,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     int64_t writer = linked_forward[i] >= 0 ? link_writer[size_t(linked_forward[i])] : -1;
     bool link = is_forward || (writer >= 0 && steps_[size_t(writer)].kernel.link_bytes > 0);
     KernelRequest request{n.op, n.attrs, in_types, n.type, ctx_, n.transposed, link};
+    if (!views_[i].operands.empty() || views_[i].output) request.views = &views_[i];
     KernelResult k = single                          ? make_group_kernel(*single, ctx_)
                      : square != summed_square.end() ? make_sum_of_squares_kernel(request)
                                                      : make_kernel(request);
@@ -533,6 +541,9 @@ std::string CudaProgram::plan(const Lowered& lowered) {
       // A generated kernel reads each operand element at most once per
       // result element: through a slice, less than the operand.
       size_t read = bytes_of(nodes[size_t(in)].type);
+      if (const std::optional<HeadView>& view = views_[i].operand(s.inputs.size() - 1))
+        read =
+            size_t(view->shape.numel().value_or(0)) * ir::size_bytes(nodes[size_t(in)].type.dtype);
       if (s.group)
         read = std::min(read, size_t(n.type.shape.numel().value_or(0)) *
                                   ir::size_bytes(nodes[size_t(in)].type.dtype));

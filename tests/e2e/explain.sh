@@ -101,6 +101,15 @@ if [ -f "$(dirname "$BIN")/../plugins/libsexpgpu-cuda.so" ]; then
      and ([.steps[] | select(.kernel | test("^matmul<bf16> cublasLt"))] | length) >= 48
      and ([.steps[] | select(.kernel | test("^fused\\["))] | length) > 0
      and ([.steps[] | select(.ops == ["attention"])] | length) >= 12'
+  # Attention reads q, k, v and g where the products left them and writes
+  # o and dq, dk, dv where their readers want them (attention_views.h): no
+  # permute, slice-and-pad or qkv-split kernel is left around it.
+  jq_is device-cuda-attention-in-place "$TMP/out" \
+    '.lowering.functions[0].report
+     | ([.steps[] | select(.kernel | test("^attention(_grad)?<bf16> .* strided"))] | length) == 24
+       and ([.steps[] | select(.kernel | test("^permute<bf16>"))] | length) == 0
+       and ([.steps[] | select(.ops | index("pad"))] | length) == 0
+       and ([.steps[] | select(.kernel | test("bf16\\[16,12,1024,64\\]"))] | length) == 0'
   "$BIN" explain "$SRC/examples/gpt2.lisp" --set batch=2048 --device cuda >"$TMP/out" 2>"$TMP/err"
   [ $? -eq 3 ] && grep -q "E-MEMORY" "$TMP/err" && grep -q "needs [0-9]* bytes" "$TMP/err"
   check device-cuda-memory-exit-3 $? "$TMP/err"
