@@ -9,7 +9,9 @@
 // bit for bit. Deterministic runs take the heuristic's first answer (the
 // same on every run and machine); other runs time the heuristic's first few
 // answers on scratch operands and keep the fastest, once per distinct
-// product in the process.
+// product in the process. A half product may add an f32 bias per column and
+// an f32 addend of the result's shape in cuBLASLt's epilogue
+// (matmul_epilogues.h): operands 2 and 3.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -98,6 +100,13 @@ cudaDataType_t data_type(DType d) {
   }
 }
 
+// What a product adds to A B in cuBLASLt's epilogue: a bias per column of
+// our result (per row of cuBLASLt's column-major D, which is our result
+// transposed), and an addend of the result's layout (cuBLASLt's C, beta 1).
+struct Epilogue {
+  bool bias = false, addend = false;
+};
+
 // The cuBLASLt objects of one product, made at compile time (host-only
 // calls) and completed with an algorithm by prepare().
 struct LtPlan {
@@ -106,6 +115,7 @@ struct LtPlan {
   cublasLtMatmulAlgo_t algo{};
   bool has_algo = false;
   bool f64 = false;
+  Epilogue epilogue;
   ~LtPlan() {
     if (a) cublasLtMatrixLayoutDestroy(a);
     if (b) cublasLtMatrixLayoutDestroy(b);
@@ -125,8 +135,9 @@ std::string set_batch(cublasLtMatrixLayout_t layout, int32_t count, int64_t stri
 // `in` is the operands' dtype, `out` the result's (f32 for half operands
 // whose product is read in f32).
 std::string describe(LtPlan& p, const Geometry& g, DType in, DType out, bool ta, bool tb,
-                     int32_t batch, Precision precision) {
+                     int32_t batch, Precision precision, Epilogue epilogue) {
   p.f64 = in == DType::F64;
+  p.epilogue = epilogue;
   cublasComputeType_t compute = p.f64 ? CUBLAS_COMPUTE_64F
                                 : in == DType::F32 && precision != Precision::F32
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
@@ -140,6 +151,14 @@ std::string describe(LtPlan& p, const Geometry& g, DType in, DType out, bool ta,
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
   SG_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+  if (epilogue.bias) {
+    cublasLtEpilogue_t bias = CUBLASLT_EPILOGUE_BIAS;
+    cudaDataType_t bias_type = CUDA_R_32F;
+    SG_CUBLAS_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias, sizeof bias));
+    SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
+        p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+  }
   cudaDataType_t t = data_type(in);
   uint64_t a_rows = tb ? g.K : g.N, a_cols = tb ? g.N : g.K;
   uint64_t b_rows = ta ? g.M : g.K, b_cols = ta ? g.K : g.M;
@@ -157,23 +176,40 @@ std::string describe(LtPlan& p, const Geometry& g, DType in, DType out, bool ta,
 // Element counts of one cuBLASLt call's operands (strided batches included):
 // what the timing allocates.
 struct Extents {
-  int64_t a = 0, b = 0, c = 0;  // our A, our B, the result
+  int64_t a = 0, b = 0, c = 0;   // our A, our B, the result
+  int64_t bias = 0, addend = 0;  // f32; none without the epilogue
 };
 
-Extents extents(const Geometry& g, int32_t batch) {
-  int64_t more = batch - 1;
-  return {g.M * g.K + more * g.a_stride, g.K * g.N + more * g.b_stride, batch * g.M * g.N};
+Extents extents(const Geometry& g, int32_t batch, Epilogue epilogue) {
+  int64_t more = batch - 1, c = batch * g.M * g.N;
+  return {g.M * g.K + more * g.a_stride, g.K * g.N + more * g.b_stride, c, epilogue.bias ? g.N : 0,
+          epilogue.addend ? c : 0};
 }
 
+// The epilogue's operands of one call (null where the plan has none).
+struct Added {
+  const void* bias = nullptr;
+  const void* addend = nullptr;
+};
+
 cublasStatus_t multiply(const LtPlan& p, const Context& ctx, const cublasLtMatmulAlgo_t& algo,
-                        const void* a, const void* b, void* c, void* workspace,
+                        const void* a, const void* b, void* c, Added added, void* workspace,
                         cudaStream_t stream) {
-  float alpha32 = 1, beta32 = 0;
+  // The bias pointer lives in the descriptor, which every binding's launch
+  // (and the timing) shares: set before each call. Host-side only, so it
+  // is allowed inside graph capture.
+  if (p.epilogue.bias)
+    if (cublasStatus_t s = cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                          &added.bias, sizeof added.bias);
+        s != CUBLAS_STATUS_SUCCESS)
+      return s;
+  float alpha32 = 1, beta32 = p.epilogue.addend ? 1 : 0;
   double alpha64 = 1, beta64 = 0;
   const void* alpha = p.f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = p.f64 ? static_cast<const void*>(&beta64) : &beta32;
-  return cublasLtMatmul(ctx.cublas_lt, p.op, alpha, b, p.a, a, p.b, beta, c, p.c, c, p.c, &algo,
-                        workspace, ctx.cublas_workspace_bytes, stream);
+  const void* addend = p.epilogue.addend ? added.addend : c;
+  return cublasLtMatmul(ctx.cublas_lt, p.op, alpha, b, p.a, a, p.b, beta, addend, p.c, c, p.c,
+                        &algo, workspace, ctx.cublas_workspace_bytes, stream);
 }
 
 std::string heuristic(const LtPlan& p, const Context& ctx, int wanted,
@@ -204,6 +240,7 @@ struct Bench {
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
   void *a = nullptr, *b = nullptr, *c = nullptr, *workspace = nullptr;
+  Added added;
   ~Bench() {
     if (stream) cudaStreamSynchronize(stream);
     if (start) cudaEventDestroy(start);
@@ -231,17 +268,23 @@ bool open_bench(Bench& bench, const Extents& n, DType in, DType out, const Conte
   size_t elem = ir::size_bytes(in);
   size_t a = aligned(size_t(n.a) * elem), b = aligned(size_t(n.b) * elem);
   size_t c = aligned(size_t(n.c) * ir::size_bytes(out)), w = aligned(ctx.cublas_workspace_bytes);
-  if (cudaMalloc(&bench.memory, a + b + c + w) != cudaSuccess) return false;
+  size_t bias = aligned(size_t(n.bias) * 4), addend = aligned(size_t(n.addend) * 4);
+  if (cudaMalloc(&bench.memory, a + b + c + w + bias + addend) != cudaSuccess) return false;
   char* base = static_cast<char*>(bench.memory);
   bench.a = base;
   bench.b = base + a;
   bench.c = base + a + b;
   bench.workspace = w > 0 ? base + a + b + c : nullptr;
+  char* added = base + a + b + c + w;
+  if (n.bias > 0) bench.added.bias = added;
+  if (n.addend > 0) bench.added.addend = added + bias;
   return cudaStreamCreateWithFlags(&bench.stream, cudaStreamNonBlocking) == cudaSuccess &&
          cudaEventCreate(&bench.start) == cudaSuccess &&
          cudaEventCreate(&bench.stop) == cudaSuccess &&
          launch_fill_uniform(bench.a, n.a, fill_dtype(in), bench.stream) == cudaSuccess &&
-         launch_fill_uniform(bench.b, n.b, fill_dtype(in), bench.stream) == cudaSuccess;
+         launch_fill_uniform(bench.b, n.b, fill_dtype(in), bench.stream) == cudaSuccess &&
+         launch_fill_uniform(added, n.bias, FillDType::F32, bench.stream) == cudaSuccess &&
+         launch_fill_uniform(added + bias, n.addend, FillDType::F32, bench.stream) == cudaSuccess;
 }
 
 // Milliseconds per product of `reps` back-to-back launches; none when a
@@ -250,8 +293,8 @@ std::optional<float> time_algorithm(const LtPlan& p, const Context& ctx, const B
                                     const cublasLtMatmulAlgo_t& algo, int reps) {
   if (cudaEventRecord(bench.start, bench.stream) != cudaSuccess) return std::nullopt;
   for (int r = 0; r < reps; ++r)
-    if (multiply(p, ctx, algo, bench.a, bench.b, bench.c, bench.workspace, bench.stream) !=
-        CUBLAS_STATUS_SUCCESS)
+    if (multiply(p, ctx, algo, bench.a, bench.b, bench.c, bench.added, bench.workspace,
+                 bench.stream) != CUBLAS_STATUS_SUCCESS)
       return std::nullopt;
   float ms = 0;
   if (cudaEventRecord(bench.stop, bench.stream) != cudaSuccess ||
@@ -282,8 +325,8 @@ std::optional<cublasLtMatmulAlgo_t> fastest(const LtPlan& p, const Context& ctx,
   if (!open_bench(bench, n, in, out, ctx)) return std::nullopt;
   std::vector<cublasLtMatmulAlgo_t> usable;
   for (const cublasLtMatmulAlgo_t& algo : algos)
-    if (multiply(p, ctx, algo, bench.a, bench.b, bench.c, bench.workspace, bench.stream) ==
-        CUBLAS_STATUS_SUCCESS)
+    if (multiply(p, ctx, algo, bench.a, bench.b, bench.c, bench.added, bench.workspace,
+                 bench.stream) == CUBLAS_STATUS_SUCCESS)
       usable.push_back(algo);
   if (usable.empty() || cudaStreamSynchronize(bench.stream) != cudaSuccess) return std::nullopt;
   std::optional<float> probe = time_algorithm(p, ctx, bench, usable.front(), 1);
@@ -336,25 +379,36 @@ std::string choose_algorithm(LtPlan& p, const Context& ctx, const Extents& n, DT
   return {};
 }
 
-KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool tb) {
+KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool tb,
+                          Epilogue epilogue) {
   const DType d = r.inputs[0].dtype, out = r.output.dtype;
   const size_t elem = ir::size_bytes(d), out_elem = ir::size_bytes(out);
   int64_t count = int64_t(g.a_offsets.size());
   bool one_call = g.strided || count == 1;
   auto plan = std::make_shared<LtPlan>();
   int32_t batch = one_call && !g.folded ? int32_t(count) : 1;
-  if (std::string e = describe(*plan, g, d, out, ta, tb, batch, r.context.precision); !e.empty())
+  if (std::string e = describe(*plan, g, d, out, ta, tb, batch, r.context.precision, epilogue);
+      !e.empty())
     return KernelResult::failure("cuBLASLt: " + e);
+  // An epilogue cuBLASLt has no algorithm for is refused here, where the
+  // GPU is at hand (asking is host-side), so that matmul_epilogues keeps
+  // the plain product and its kernel after it.
+  if (epilogue.bias && !r.context.plan_only) {
+    std::vector<cublasLtMatmulAlgo_t> algos;
+    if (std::string e = heuristic(*plan, r.context, 1, algos); !e.empty())
+      return no_kernel(r, "cuBLASLt: " + e);
+  }
   std::string name = kernel_label(ir::Op::MatMul, d) + " cublasLt m=" + std::to_string(g.M) +
                      " n=" + std::to_string(g.N) + " k=" + std::to_string(g.K) +
                      (batch > 1 ? " batch=" + std::to_string(batch) : "") +
                      (!one_call ? " calls=" + std::to_string(count) : "") + (ta ? " a^T" : "") +
-                     (tb ? " b^T" : "") + (out != d ? " ->" + std::string(ir::ir_name(out)) : "");
+                     (tb ? " b^T" : "") + (out != d ? " ->" + std::string(ir::ir_name(out)) : "") +
+                     (epilogue.bias ? " +bias" : "") + (epilogue.addend ? "+addend" : "");
   if (d == DType::F32 && r.context.precision != Precision::F32) name += " tf32";
   Context* ctx = &r.context;
   int64_t out_bytes = g.M * g.N * int64_t(out_elem) * (g.folded ? 1 : count);
-  LaunchFn launch = [plan, g, ctx, elem, out_elem, one_call, count,
-                     out_bytes](const LaunchArgs& a) -> std::string {
+  LaunchFn launch = [plan, g, ctx, elem, out_elem, one_call, count, out_bytes,
+                     epilogue](const LaunchArgs& a) -> std::string {
     if (g.M == 0 || g.N == 0 || count == 0) return {};
     if (g.K == 0)  // no terms: zeros (cuBLASLt rejects k = 0)
       return cuda_error(cudaMemsetAsync(a.output, 0, size_t(out_bytes), a.stream),
@@ -364,12 +418,14 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
       return static_cast<const char*>(p) + size_t(offset) * elem;
     };
     int64_t calls = one_call ? 1 : count;
+    // One call when there is an epilogue (make_matmul_kernel).
+    Added added{epilogue.bias ? a.inputs[2] : nullptr, epilogue.addend ? a.inputs[3] : nullptr};
     for (int64_t i = 0; i < calls; ++i) {
       const void* A = at(a.inputs[0], g.a_offsets[size_t(i)]);
       const void* B = at(a.inputs[1], g.b_offsets[size_t(i)]);
       void* C = static_cast<char*>(a.output) + size_t(i * g.M * g.N) * out_elem;
       if (std::string e = cublas_error(
-              multiply(*plan, *ctx, plan->algo, A, B, C, ctx->cublas_workspace, a.stream),
+              multiply(*plan, *ctx, plan->algo, A, B, C, added, ctx->cublas_workspace, a.stream),
               "cublasLtMatmul");
           !e.empty())
         return e;
@@ -379,7 +435,7 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
   // Everything that selects cuBLASLt's kernels, for the tuned-algorithm cache.
   std::string product =
       name + " strides=" + std::to_string(g.a_stride) + "," + std::to_string(g.b_stride);
-  Extents n = extents(g, batch);
+  Extents n = extents(g, batch, epilogue);
   double flops = 2.0 * double(g.M) * double(g.N) * double(g.K) * batch;
   Kernel k{std::move(launch), std::move(name), 0, plan, {}};
   k.prepare = [plan, ctx, g, n, d, out, flops, product]() -> std::string {
@@ -424,9 +480,32 @@ KernelResult int_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool
   return k;
 }
 
+// Why the epilogue cannot add operands 2 and 3 of `r`, or "": the product
+// is one cuBLASLt call of half matrices with an f32 result, the bias f32
+// along the last axis alone ([N] or [1, .., N]), the addend f32 of the
+// result's shape. (A half result would round the sum to half; whether
+// cuBLASLt takes an f32 bias with a half D is unverified, so none asks.)
+std::string epilogue_unsupported(const KernelRequest& r, const Geometry& g, Epilogue epilogue) {
+  const DType d = r.inputs[0].dtype;
+  if ((d != DType::BF16 && d != DType::F16) || r.output.dtype != DType::F32)
+    return "only half products with an f32 result add a bias in cuBLASLt";
+  if (r.inputs[0].shape.rank() < 2 || r.inputs[1].shape.rank() < 2 || g.a_offsets.size() != 1)
+    return "a bias is added to one product of matrices";
+  if (g.K == 0) return "a product of no terms has no epilogue";
+  const ir::TensorType& bias = r.inputs[2];
+  if (bias.dtype != DType::F32 || bias.shape.rank() < 1 ||
+      bias.shape[bias.shape.rank() - 1] != g.N || bias.shape.numel() != g.N)
+    return "the bias must be f32 along the result's last axis";
+  if (epilogue.addend && r.inputs[3] != ir::TensorType{DType::F32, r.output.shape})
+    return "the addend must be f32 of the result's shape";
+  return {};
+}
+
 }  // namespace
 
 KernelResult make_matmul_kernel(const KernelRequest& r) {
+  if (r.inputs.size() < 2 || r.inputs.size() > 4)
+    return no_kernel(r, "a product reads two operands, a bias and an addend at most");
   const DType d = r.inputs[0].dtype;
   // Half operands may give an f32 result (accumulated in f32, not rounded):
   // absorb_casts plans that for a product read only through a cast to f32.
@@ -435,8 +514,12 @@ KernelResult make_matmul_kernel(const KernelRequest& r) {
     return no_kernel(r, "operands must be lowered to the compute dtype first");
   auto [ta, tb] = r.transposed;
   Geometry g = geometry(r.inputs[0].shape, r.inputs[1].shape, ta);
+  Epilogue epilogue{r.inputs.size() > 2, r.inputs.size() > 3};
+  if (epilogue.bias)
+    if (std::string why = epilogue_unsupported(r, g, epilogue); !why.empty())
+      return no_kernel(r, why);
   bool floating = d == DType::F32 || d == DType::F64 || d == DType::BF16 || d == DType::F16;
-  return floating ? float_matmul(r, g, ta, tb) : int_matmul(r, g, ta, tb);
+  return floating ? float_matmul(r, g, ta, tb, epilogue) : int_matmul(r, g, ta, tb);
 }
 
 }  // namespace sexpgpu::cuda

@@ -28,6 +28,7 @@
 #include "kernel.h"
 #include "kernels_reduce.h"
 #include "lower.h"
+#include "matmul_epilogues.h"
 #include "memory_plan.h"
 #include "nvrtc_cache.h"
 #include "profile.h"
@@ -261,6 +262,7 @@ std::string CudaProgram::build(const ir::Function& fn) {
   std::vector<NodeId> outputs;
   for (const ir::Output& o : fn_.outputs) outputs.push_back(lowered.of_original[size_t(o.node)]);
   absorb_casts(lowered, outputs, ctx_);
+  matmul_epilogues(lowered, outputs, ctx_);
   views_ = view_attention_operands(lowered, outputs);
   if (std::string e = plan(lowered); !e.empty()) return e;
   report_ = make_report(lowered);

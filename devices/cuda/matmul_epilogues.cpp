@@ -1,0 +1,165 @@
+// Products that add their bias and residual in cuBLASLt (matmul_epilogues.h).
+//
+// The node that becomes the product is the chain's last addition, not the
+// product's own node: it comes after everything the epilogue reads (the
+// bias parameter may be declared after the product, the residual computed
+// after it), so the lowered nodes stay in program order.
+#include "matmul_epilogues.h"
+
+#include <optional>
+
+#include "elementwise.h"
+#include "ir/elementwise.h"
+#include "kernel.h"
+
+namespace sexpgpu::cuda {
+namespace {
+
+using cpu::Lowered;
+using cpu::LoweredNode;
+using ir::DType;
+using ir::NodeId;
+using ir::Op;
+
+bool is_half(DType d) {
+  return d == DType::BF16 || d == DType::F16;
+}
+
+struct Readers {
+  std::vector<bool> is_output;
+  std::vector<std::vector<NodeId>> of;  // per node, the live nodes reading it (once per operand)
+};
+
+Readers readers_of(const Lowered& lowered, const std::vector<NodeId>& outputs) {
+  size_t count = lowered.nodes.size();
+  std::vector<bool> live(count, false);
+  Readers r{std::vector<bool>(count, false), std::vector<std::vector<NodeId>>(count)};
+  for (NodeId o : outputs) live[size_t(o)] = r.is_output[size_t(o)] = true;
+  for (size_t i = count; i-- > 0;)
+    if (live[i])
+      for (NodeId in : lowered.nodes[i].inputs) live[size_t(in)] = true;
+  for (size_t i = 0; i < count; ++i)
+    if (live[i])
+      for (NodeId in : lowered.nodes[i].inputs) r.of[size_t(in)].push_back(NodeId(i));
+  return r;
+}
+
+// The one reader of node `id`, when it is not an output and read once.
+std::optional<NodeId> only_reader(const Readers& r, NodeId id) {
+  if (r.is_output[size_t(id)] || r.of[size_t(id)].size() != 1) return std::nullopt;
+  return r.of[size_t(id)][0];
+}
+
+// The operand of the addition `n` that is not `x`.
+std::optional<NodeId> other_addend(const LoweredNode& n, NodeId x) {
+  if (n.op != Op::Add || n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return std::nullopt;
+  if (n.inputs[0] == x) return n.inputs[1];
+  if (n.inputs[1] == x) return n.inputs[0];
+  return std::nullopt;
+}
+
+// A bias cuBLASLt broadcasts: f32 values along the last axis alone.
+bool is_bias(const ir::TensorType& t, int64_t n) {
+  return t.dtype == DType::F32 && t.shape.rank() >= 1 && t.shape[t.shape.rank() - 1] == n &&
+         t.shape.numel() == n;
+}
+
+// sum = f32(product) + bias, where the product is half and read only by
+// its cast, which only the sum reads.
+struct BiasSum {
+  NodeId product, sum, bias;
+};
+
+std::optional<BiasSum> bias_sum(const Lowered& lowered, const Readers& r, NodeId m) {
+  const LoweredNode& product = lowered.nodes[size_t(m)];
+  if (product.op != Op::MatMul || !is_half(product.type.dtype) || product.inputs.size() != 2 ||
+      product.type.shape.rank() < 1)
+    return std::nullopt;
+  std::optional<NodeId> cast = only_reader(r, m);
+  if (!cast) return std::nullopt;
+  const LoweredNode& widened = lowered.nodes[size_t(*cast)];
+  if (widened.op != Op::Cast || widened.type.dtype != DType::F32) return std::nullopt;
+  std::optional<NodeId> sum = only_reader(r, *cast);
+  if (!sum || r.is_output[size_t(*sum)]) return std::nullopt;
+  const LoweredNode& s = lowered.nodes[size_t(*sum)];
+  std::optional<NodeId> bias = other_addend(s, *cast);
+  if (!bias || s.type != widened.type) return std::nullopt;
+  int64_t n = product.type.shape[product.type.shape.rank() - 1];
+  if (!is_bias(lowered.nodes[size_t(*bias)].type, n)) return std::nullopt;
+  return BiasSum{m, *sum, *bias};
+}
+
+// Whether the matmul kernels take `n` (program.cpp's view of it: transposed
+// operands swapped back).
+bool accepted(const Lowered& lowered, const LoweredNode& n, Context& context) {
+  std::vector<ir::TensorType> types;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    ir::TensorType t = lowered.nodes[size_t(n.inputs[k])].type;
+    if (k < 2 && n.transposed[k])
+      std::swap(t.shape[t.shape.rank() - 2], t.shape[t.shape.rank() - 1]);
+    types.push_back(std::move(t));
+  }
+  return bool(make_kernel(KernelRequest{n.op, n.attrs, types, n.type, context, n.transposed}));
+}
+
+// Node `target` becomes `product` with `added` operands after its two,
+// writing f32, when the matmul kernels take that.
+bool becomes_product(Lowered& lowered, NodeId target, NodeId product, const ir::NodeIds& added,
+                     Context& context) {
+  LoweredNode rewritten = lowered.nodes[size_t(product)];  // its origin too: the report's FLOPs
+  rewritten.inputs.insert(rewritten.inputs.end(), added.begin(), added.end());
+  rewritten.type.dtype = DType::F32;
+  if (!accepted(lowered, rewritten, context)) return false;
+  lowered.nodes[size_t(target)] = std::move(rewritten);
+  return true;
+}
+
+// The residual r of total = sum + r (or r + sum), f32 of the sum's shape,
+// when the sum's one reader is that addition.
+std::optional<NodeId> residual(const Lowered& lowered, const Readers& r, NodeId sum,
+                               NodeId& total) {
+  std::optional<NodeId> reader = only_reader(r, sum);
+  if (!reader) return std::nullopt;
+  const LoweredNode& t = lowered.nodes[size_t(*reader)];
+  std::optional<NodeId> addend = other_addend(t, sum);
+  const ir::TensorType& s = lowered.nodes[size_t(sum)].type;
+  if (!addend || t.type != s || lowered.nodes[size_t(*addend)].type != s) return std::nullopt;
+  total = *reader;
+  return addend;
+}
+
+// Whether every reader of `id` reads it from memory in a kernel of its own.
+// Only then does the bias alone go into the product: the f32 result is
+// twice the half one's bytes, so where the sum would fuse into its readers'
+// generated kernel (a gelu, the slices of q, k and v), that kernel's
+// reading the half product and the bias is cheaper than the product's
+// writing f32; where it is a kernel of its own (before a layer norm, say),
+// the epilogue saves that kernel's whole read and write.
+bool read_by_kernels_alone(const Lowered& lowered, const Readers& r, NodeId id) {
+  if (r.of[size_t(id)].empty()) return false;
+  for (NodeId reader : r.of[size_t(id)]) {
+    Op op = lowered.nodes[size_t(reader)].op;
+    if (ir::is_elementwise(op) || is_view(op)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void matmul_epilogues(Lowered& lowered, const std::vector<NodeId>& outputs, Context& context) {
+  Readers r = readers_of(lowered, outputs);
+  // Each chain's nodes are read only inside it, so a rewrite leaves the
+  // other chains' readers as they were.
+  for (size_t i = 0; i < lowered.nodes.size(); ++i) {
+    std::optional<BiasSum> chain = bias_sum(lowered, r, NodeId(i));
+    if (!chain) continue;
+    NodeId total = -1;
+    if (std::optional<NodeId> addend = residual(lowered, r, chain->sum, total);
+        addend && becomes_product(lowered, total, chain->product, {chain->bias, *addend}, context))
+      continue;
+    if (read_by_kernels_alone(lowered, r, chain->sum))
+      becomes_product(lowered, chain->sum, chain->product, {chain->bias}, context);
+  }
+}
+
+}  // namespace sexpgpu::cuda
