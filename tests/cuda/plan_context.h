@@ -1,15 +1,20 @@
 // The CUDA tests' device without a GPU: a Context planned for an H200
 // (what the factories read of it), and, when NVRTC is to compile for real,
-// a fresh, empty kernel cache for it.
+// a fresh, empty kernel cache for it; and the kernel names of a function's
+// plan on that device.
 #pragma once
 
 #include <stdlib.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "catch.hpp"
 #include "context.h"
 #include "nvrtc_cache.h"
+#include "program.h"
 
 namespace sexpgpu::cuda::testing {
 
@@ -37,6 +42,19 @@ inline Context plan_context(NvrtcCache* cache = nullptr) {
     c.nvrtc = cache;
   }
   return c;
+}
+
+// The kernel names of `fn`'s plan for an H200, in step order.
+inline std::vector<std::string> planned_kernels(ir::Module& module, const std::string& fn) {
+  NvrtcCache cache(90);
+  Context ctx = plan_context(&cache);
+  auto program = Program::compile(module, fn, ctx);
+  INFO(program.error());
+  REQUIRE(program.ok());
+  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
+  std::vector<std::string> kernels;
+  for (const auto& s : report["steps"]) kernels.push_back(s["kernel"]);
+  return kernels;
 }
 
 }  // namespace sexpgpu::cuda::testing

@@ -27,24 +27,12 @@
 
 using namespace sexpgpu;
 using cuda::testing::gpu_missing;
+using cuda::testing::planned_kernels;
 using ir::DType;
 using ir::NodeId;
 using ir::Op;
 
 namespace {
-
-// The kernel names of `fn`'s plan for an H200.
-std::vector<std::string> planned_kernels(ir::Module& module, const std::string& fn) {
-  cuda::NvrtcCache cache(90);
-  cuda::Context ctx = cuda::testing::plan_context(&cache);
-  auto program = cuda::Program::compile(module, fn, ctx);
-  INFO(program.error());
-  REQUIRE(program.ok());
-  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
-  std::vector<std::string> kernels;
-  for (const auto& s : report["steps"]) kernels.push_back(s["kernel"]);
-  return kernels;
-}
 
 std::string joined(const std::vector<std::string>& kernels) {
   std::string all;
