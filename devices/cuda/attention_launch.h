@@ -99,6 +99,37 @@ struct AttentionGradParams {
   const float* lse = nullptr;
 };
 
+// p with every HeadStrides left all zero (dense) set to the dense layout's
+// (and attention_grad's parts to [B,H,Tq+2Tk,D]): what the tensor-core
+// kernels read; their launchers resolve them.
+inline HeadStrides dense_strides(const AttentionParams& p, int64_t rows) {
+  return {p.heads * rows * p.d, rows * p.d, p.d};
+}
+inline void resolve(HeadStrides& s, HeadStrides dense) {
+  if (s.row == 0) s = dense;
+}
+inline AttentionParams with_dense_strides(AttentionParams p) {
+  resolve(p.q_strides, dense_strides(p, p.tq));
+  resolve(p.k_strides, dense_strides(p, p.tk));
+  resolve(p.v_strides, dense_strides(p, p.tk));
+  resolve(p.out_strides, dense_strides(p, p.tq));
+  return p;
+}
+inline AttentionGradParams with_dense_strides(AttentionGradParams gp) {
+  const AttentionParams& p = gp.attention;
+  resolve(gp.o_strides, dense_strides(p, p.tq));
+  resolve(gp.g_strides, dense_strides(p, p.tq));
+  if (gp.dq_strides.row == 0) {
+    const HeadStrides parts = dense_strides(p, p.tq + 2 * p.tk);
+    gp.dq_strides = gp.dk_strides = gp.dv_strides = parts;
+    gp.part_offsets[0] = 0;
+    gp.part_offsets[1] = p.tq * p.d;
+    gp.part_offsets[2] = (p.tq + p.tk) * p.d;
+  }
+  gp.attention = with_dense_strides(gp.attention);
+  return gp;
+}
+
 // Whether launch_flash_attention / launch_flash_attention_grad write and
 // read the lse side values: the tensor-core kernels do; those of f32 and
 // f64, and attention_grad of halves with a head dimension above

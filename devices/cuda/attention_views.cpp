@@ -135,6 +135,7 @@ std::optional<HeadView> head_view(const StridedView& v, const ir::Shape& logical
     return std::nullopt;
   for (int64_t x : {v.offset, v.strides[0], v.strides[1], v.strides[2]})
     if (x % 8 != 0 || x < 0) return std::nullopt;
+  if (v.shape[2] * v.strides[2] >= (int64_t(1) << 31)) return std::nullopt;  // 32-bit row steps
   return HeadView{logical, v.offset, v.strides[0], v.strides[1], v.strides[2]};
 }
 

@@ -116,7 +116,8 @@ cudaError_t prepare_flash_attention_grad(const AttentionGradParams& p) {
   });
 }
 
-cudaError_t launch_flash_attention_grad(const AttentionGradParams& p, cudaStream_t stream) {
+cudaError_t launch_flash_attention_grad(const AttentionGradParams& params, cudaStream_t stream) {
+  const AttentionGradParams p = with_dense_strides(params);
   return with_tilings(p, [&](auto tilings) {
     using T = decltype(tilings);
     using Half = typename T::Half;

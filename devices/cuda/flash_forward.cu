@@ -68,7 +68,8 @@ cudaError_t launch_flash_attention(const AttentionParams& p, cudaStream_t stream
     using Half = decltype(half);
     using Tile = decltype(tile);
     dim3 grid(unsigned(p.batch * p.heads), unsigned((p.tq + Tile::kRows - 1) / Tile::kRows));
-    flash_forward<Half, Tile><<<grid, flash::kThreads, forward_shared_bytes<Tile>(), stream>>>(p);
+    flash_forward<Half, Tile>
+        <<<grid, flash::kThreads, forward_shared_bytes<Tile>(), stream>>>(with_dense_strides(p));
     return cudaGetLastError();
   });
 }

@@ -47,23 +47,53 @@ struct HeadTile {
 
 // The rows of one batch*head of a [B,H,T,D] operand (HeadStrides): the
 // first, and the elements from one row to the next.
+// The stride is 32-bit (one fewer register in the kernels, which sit at
+// the 255 limit): the factory keeps every row * stride below 2^31.
 template <class T>
 struct HeadRows {
   T* first;
-  int64_t stride;
+  int32_t stride;
 };
-template <class T>
-__device__ __forceinline__ HeadRows<T> head_rows(T* operand, const HeadStrides& s, int64_t bh,
-                                                 int64_t heads, int64_t rows, int64_t d) {
-  if (s.row == 0) return {operand + bh * rows * d, d};
-  return {operand + (bh / heads) * s.batch + (bh % heads) * s.head, s.row};
+// One batch*head's batch and head.
+struct HeadIndex {
+  int32_t b, h;
+};
+__device__ __forceinline__ HeadIndex head_index(int64_t bh, int64_t heads) {
+  return {int32_t(bh / heads), int32_t(bh % heads)};
 }
-// An operand's rows, read-only.
+
+// `operand`'s rows of one batch*head; its strides resolved
+// (with_dense_strides).
+template <class T>
+__device__ __forceinline__ HeadRows<T> head_rows(T* operand, const HeadStrides& s, HeadIndex i) {
+  return {operand + i.b * s.batch + i.h * s.head, int32_t(s.row)};
+}
 __device__ __forceinline__ HeadRows<const uint16_t> read_rows(const void* operand,
-                                                              const HeadStrides& s, int64_t bh,
-                                                              int64_t heads, int64_t rows,
-                                                              int64_t d) {
-  return head_rows(static_cast<const uint16_t*>(operand), s, bh, heads, rows, d);
+                                                              const HeadStrides& s, HeadIndex i) {
+  return head_rows(static_cast<const uint16_t*>(operand), s, i);
+}
+
+// The rows of the operands a block reloads in its loop (keys and values;
+// queries and g in dk/dv), kept in shared memory: read there after each
+// barrier, they take no registers across the loop. (The kernels sit at the
+// 255-register limit; a pointer and a stride held per operand would spill.)
+// The results' rows are there too: finding them at the end, where the
+// accumulators are live, would need registers for a 64-bit division.
+struct LoopRows {
+  HeadRows<const uint16_t> k, v, q, g, o;
+  HeadRows<uint16_t> out[3];  // the forward's o; attention_grad's dq, dk, dv
+};
+// Thread 0 fills the forward's `rows` of one batch*head, then the block
+// waits for them.
+__device__ __forceinline__ void share_rows(LoopRows& rows, const AttentionParams& p,
+                                           HeadIndex head) {
+  if (threadIdx.x == 0) {
+    rows.k = read_rows(p.k, p.k_strides, head);
+    rows.v = read_rows(p.v, p.v_strides, head);
+    rows.q = rows.g = rows.o = read_rows(p.q, p.q_strides, head);
+    if (p.out) rows.out[0] = head_rows(static_cast<uint16_t*>(p.out), p.out_strides, head);
+  }
+  __syncthreads();
 }
 
 // 16-byte copies need d % 8 == 0 and rows that start 16-byte aligned.
@@ -85,15 +115,16 @@ __device__ __forceinline__ void load_tile(uint16_t* tile, HeadRows<const uint16_
       const int r = i / kChunks, c = i % kChunks * 8;
       const int64_t row = row0 + r;
       const bool inside = row < rows && c < d;
-      cp_async_16(tile + r * kStride + c, inside ? src.first + row * src.stride + c : src.first,
-                  inside);
+      cp_async_16(tile + r * kStride + c,
+                  inside ? src.first + int32_t(row) * src.stride + c : src.first, inside);
     }
     return;
   }
   for (int i = int(threadIdx.x); i < kRows * kD; i += kThreads) {
     const int r = i / kD, c = i % kD;
     const int64_t row = row0 + r;
-    tile[r * kStride + c] = row < rows && c < d ? src.first[row * src.stride + c] : uint16_t(0);
+    tile[r * kStride + c] =
+        row < rows && c < d ? src.first[int32_t(row) * src.stride + c] : uint16_t(0);
   }
 }
 
@@ -417,7 +448,7 @@ __device__ __forceinline__ void store_rows(HeadRows<uint16_t> dst, const float (
       if (row >= rows) continue;
 #pragma unroll
       for (int n = 0; n < kN8; ++n)
-        store_two<Half>(dst.first + row * dst.stride, 8 * n + acc_col(0), d, pairs,
+        store_two<Half>(dst.first + int32_t(row) * dst.stride, 8 * n + acc_col(0), d, pairs,
                         acc[m][n][2 * h] * factor, acc[m][n][2 * h + 1] * factor);
     }
 }
@@ -502,16 +533,15 @@ __device__ __forceinline__ BlockTile grouped_query_tile(const AttentionParams& p
 // buffers from `buffers`, the next copy in flight while this one is used.
 // Tiles the caller loaded before are waited for with the first.
 template <class Tile, bool kValues, class Visit>
-__device__ __forceinline__ void for_each_key_tile(uint16_t* buffers, HeadRows<const uint16_t> k,
-                                                  HeadRows<const uint16_t> v, int64_t end,
-                                                  const AttentionParams& p, bool copy_16,
-                                                  Visit&& visit) {
+__device__ __forceinline__ void for_each_key_tile(uint16_t* buffers, const LoopRows& rows,
+                                                  int64_t end, const AttentionParams& p,
+                                                  bool copy_16, Visit&& visit) {
   constexpr int kLoad = Tile::kKeysPerLoad;
   constexpr int kTile = kLoad * Tile::kStride, kBuffer = (kValues ? 2 : 1) * kTile;
   auto load = [&](int64_t k0, int buffer) {
     uint16_t* keys = buffers + buffer * kBuffer;
-    load_tile<kLoad, Tile::kD>(keys, k, k0, p.tk, p.d, copy_16);
-    if (kValues) load_tile<kLoad, Tile::kD>(keys + kTile, v, k0, p.tk, p.d, copy_16);
+    load_tile<kLoad, Tile::kD>(keys, rows.k, k0, p.tk, p.d, copy_16);
+    if (kValues) load_tile<kLoad, Tile::kD>(keys + kTile, rows.v, k0, p.tk, p.d, copy_16);
     cp_async_commit();
   };
   if (end > 0) load(0, 0);
@@ -568,14 +598,15 @@ __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned
   const BlockTile block_tile = grouped_query_tile<Tile::kRows>(p);
   const int64_t bh = block_tile.bh, q0 = block_tile.q0;
   const int warp_row0 = warp_id() * 16 * kM;
-  const auto q = read_rows(p.q, p.q_strides, bh, p.heads, p.tq, p.d);
-  const auto k = read_rows(p.k, p.k_strides, bh, p.heads, p.tk, p.d);
-  const auto v = read_rows(p.v, p.v_strides, bh, p.heads, p.tk, p.d);
+  const HeadIndex head = head_index(bh, p.heads);
+  __shared__ LoopRows rows;
+  share_rows(rows, p, head);
   const Logits<Half> logits(p, bh);
-  const bool copy_16 = rows_copy_16(p.d, q) && rows_copy_16(p.d, k) && rows_copy_16(p.d, v);
+  const bool copy_16 =
+      rows_copy_16(p.d, rows.q) && rows_copy_16(p.d, rows.k) && rows_copy_16(p.d, rows.v);
 
   // Committed with the first key tile, so in shared memory at its visit.
-  load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
+  load_tile<Tile::kRows, Tile::kD>(qs, rows.q, q0, p.tq, p.d, copy_16);
   QueryFragments<Tile> queries;
   float o[kM][kD8][4] = {};
   float row_max[kM][2], row_sum[kM][2];
@@ -603,7 +634,7 @@ __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned
     };
     softmax_tile(s, logits, q0 + warp_row0, k0, row_max, row_sum, accumulate);
   };
-  for_each_key_tile<Tile, true>(qs + Tile::kRows * Tile::kStride, k, v,
+  for_each_key_tile<Tile, true>(qs + Tile::kRows * Tile::kStride, rows,
                                 key_end(p, q0 + Tile::kRows), p, copy_16, visit);
 
   // o / the row's sum; a query that sees no key keeps max -inf: zeros, the
@@ -620,8 +651,8 @@ __device__ __forceinline__ void forward_block(const AttentionParams& p, unsigned
       if (p.lse && row < p.tq && lane_id() % 4 == 0)
         p.lse[bh * p.tq + row] = log_sum_exp2(row_max[m][h], total);
     }
-  store_rows<Half>(head_rows(static_cast<uint16_t*>(p.out), p.out_strides, bh, p.heads, p.tq, p.d),
-                   o, q0 + warp_row0, p.tq, p.d, 1.0f);
+  store_rows<Half>(head_rows(static_cast<uint16_t*>(p.out), p.out_strides, head), o, q0 + warp_row0,
+                   p.tq, p.d, 1.0f);
 }
 
 }  // namespace sexpgpu::cuda::flash

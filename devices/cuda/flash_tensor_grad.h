@@ -47,12 +47,12 @@ __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
   const int64_t bh = blockIdx.x;
   const int64_t q0 = int64_t(gridDim.y - 1 - blockIdx.y) * Tile::kRows;
   const int warp_row0 = warp_id() * 16 * kM;
-  const auto q = read_rows(p.q, p.q_strides, bh, p.heads, p.tq, p.d);
-  const auto k = read_rows(p.k, p.k_strides, bh, p.heads, p.tk, p.d);
+  __shared__ LoopRows rows;
+  share_rows(rows, p, head_index(bh, p.heads));
   const Logits<Half> logits(p, bh);
-  const bool copy_16 = rows_copy_16(p.d, q) && rows_copy_16(p.d, k);
+  const bool copy_16 = rows_copy_16(p.d, rows.q) && rows_copy_16(p.d, rows.k);
 
-  load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
+  load_tile<Tile::kRows, Tile::kD>(qs, rows.q, q0, p.tq, p.d, copy_16);
   QueryFragments<Tile> queries;
   float row_max[kM][2], row_sum[kM][2];
 #pragma unroll
@@ -67,7 +67,7 @@ __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
     queries.template times_rows<Half>(s, ks);
     softmax_tile(s, logits, q0 + warp_row0, k0, row_max, row_sum, [](const float(&)[kM][2]) {});
   };
-  for_each_key_tile<Tile, false>(qs + Tile::kRows * Tile::kStride, k, k,
+  for_each_key_tile<Tile, false>(qs + Tile::kRows * Tile::kStride, rows,
                                  key_end(p, q0 + Tile::kRows), p, copy_16, visit);
 
   float* lse = row_lse(gp, bh);
@@ -88,8 +88,8 @@ __device__ __forceinline__ void row_stats_block(const AttentionGradParams& gp,
 // lane returns its row's sum (0 past Tq), and a row's first lane stores it
 // in the scratch for the dk/dv kernel that runs next.
 template <class Half, int kM>
-__device__ __forceinline__ float warp_row_dots(const AttentionGradParams& gp, int64_t bh,
-                                               int64_t row0) {
+__device__ __forceinline__ float warp_row_dots(const AttentionGradParams& gp, const LoopRows& rows,
+                                               int64_t bh, int64_t row0) {
   static_assert(kM == 1 || kM == 2, "a warp's 32 lanes share 16 or 32 rows");
   constexpr int kLanesPerRow = 2 / kM;
   const AttentionParams& p = gp.attention;
@@ -97,10 +97,9 @@ __device__ __forceinline__ float warp_row_dots(const AttentionGradParams& gp, in
   const int part = lane_id() % kLanesPerRow;
   float sum = 0;
   if (row < p.tq) {
-    const auto g_rows = read_rows(gp.g, gp.g_strides, bh, p.heads, p.tq, d);
-    const auto o_rows = read_rows(gp.o, gp.o_strides, bh, p.heads, p.tq, d);
-    const uint16_t* g = g_rows.first + row * g_rows.stride;
-    const uint16_t* o = o_rows.first + row * o_rows.stride;
+    const HeadRows<const uint16_t> g_rows = rows.g, o_rows = rows.o;
+    const uint16_t* g = g_rows.first + int32_t(row) * g_rows.stride;
+    const uint16_t* o = o_rows.first + int32_t(row) * o_rows.stride;
     if (rows_copy_16(d, g_rows) && rows_copy_16(d, o_rows)) {
       for (int64_t c = 8 * part; c < d; c += 8 * kLanesPerRow) {
         const uint4 gv = *reinterpret_cast<const uint4*>(g + c);
@@ -121,18 +120,24 @@ __device__ __forceinline__ float warp_row_dots(const AttentionGradParams& gp, in
   return sum;
 }
 
-// Where attention_grad writes part `i` (0 dq, 1 dk, 2 dv) of one
-// batch*head: dense [B,H,Tq+2Tk,D] unless strided (AttentionGradParams).
-__device__ __forceinline__ HeadRows<uint16_t> gradient_rows(const AttentionGradParams& gp,
-                                                            int64_t bh, int part) {
+// Thread 0 fills attention_grad's `rows` of batch*head bh (its strides
+// resolved: dq, dk and dv as out[0..2]), then the block waits for them.
+__device__ __forceinline__ void share_rows(LoopRows& rows, const AttentionGradParams& gp,
+                                           int64_t bh) {
   const AttentionParams& p = gp.attention;
-  uint16_t* out = static_cast<uint16_t*>(gp.out);
-  if (gp.dq_strides.row == 0) {
-    const int64_t first[3] = {0, p.tq, p.tq + p.tk};
-    return {out + (bh * (p.tq + 2 * p.tk) + first[part]) * p.d, p.d};
+  if (threadIdx.x == 0) {
+    const HeadIndex head = head_index(bh, p.heads);
+    rows.k = read_rows(p.k, p.k_strides, head);
+    rows.v = read_rows(p.v, p.v_strides, head);
+    rows.q = read_rows(p.q, p.q_strides, head);
+    rows.g = read_rows(gp.g, gp.g_strides, head);
+    rows.o = read_rows(gp.o, gp.o_strides, head);
+    const HeadStrides* strides[3] = {&gp.dq_strides, &gp.dk_strides, &gp.dv_strides};
+    for (int part = 0; part < 3; ++part)
+      rows.out[part] =
+          head_rows(static_cast<uint16_t*>(gp.out) + gp.part_offsets[part], *strides[part], head);
   }
-  const HeadStrides* strides[3] = {&gp.dq_strides, &gp.dk_strides, &gp.dv_strides};
-  return head_rows(out + gp.part_offsets[part], *strides[part], bh, p.heads, 0, p.d);
+  __syncthreads();
 }
 
 // One block of dq: queries [q0, q0 + Tile::kRows) of one batch*head against
@@ -149,19 +154,17 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
   const BlockTile block_tile = grouped_query_tile<Tile::kRows>(p);  // as the forward's
   const int64_t bh = block_tile.bh, q0 = block_tile.q0;
   const int warp_row0 = warp_id() * 16 * kM;
-  const auto q = read_rows(p.q, p.q_strides, bh, p.heads, p.tq, p.d);
-  const auto k = read_rows(p.k, p.k_strides, bh, p.heads, p.tk, p.d);
-  const auto v = read_rows(p.v, p.v_strides, bh, p.heads, p.tk, p.d);
-  const auto g = read_rows(gp.g, gp.g_strides, bh, p.heads, p.tq, p.d);
+  __shared__ LoopRows rows;
+  share_rows(rows, gp, bh);
   const Logits<Half> logits(p, bh);
-  const bool copy_16 =
-      rows_copy_16(p.d, q) && rows_copy_16(p.d, k) && rows_copy_16(p.d, v) && rows_copy_16(p.d, g);
+  const bool copy_16 = rows_copy_16(p.d, rows.q) && rows_copy_16(p.d, rows.k) &&
+                       rows_copy_16(p.d, rows.v) && rows_copy_16(p.d, rows.g);
 
   // Committed with the first key tile, so in shared memory at its visit.
-  load_tile<Tile::kRows, Tile::kD>(qs, q, q0, p.tq, p.d, copy_16);
-  load_tile<Tile::kRows, Tile::kD>(gs, g, q0, p.tq, p.d, copy_16);
+  load_tile<Tile::kRows, Tile::kD>(qs, rows.q, q0, p.tq, p.d, copy_16);
+  load_tile<Tile::kRows, Tile::kD>(gs, rows.g, q0, p.tq, p.d, copy_16);
   QueryFragments<Tile> queries, grads;
-  const float warp_dot = warp_row_dots<Half, kM>(gp, bh, q0 + warp_row0);
+  const float warp_dot = warp_row_dots<Half, kM>(gp, rows, bh, q0 + warp_row0);
   float lse[kM][2], dot[kM][2];  // of this lane's rows
 #pragma unroll
   for (int m = 0; m < kM; ++m)
@@ -190,10 +193,10 @@ __device__ __forceinline__ void dq_block(const AttentionGradParams& gp, unsigned
               fast_exp2(fmaf(s[m][n][e], factor, -lse[m][e / 2])) * (ds[m][n][e] - dot[m][e / 2]);
     mma_acc_rows<Half, Tile::kStride, kM, kD8, kK8>(dq, ds, ks);
   };
-  for_each_key_tile<Tile, true>(gs + Tile::kRows * Tile::kStride, k, v,
+  for_each_key_tile<Tile, true>(gs + Tile::kRows * Tile::kStride, rows,
                                 key_end(p, q0 + Tile::kRows), p, copy_16, visit);
 
-  store_rows<Half>(gradient_rows(gp, bh, 0), dq, q0 + warp_row0, p.tq, p.d, float(p.scale));
+  store_rows<Half>(rows.out[0], dq, q0 + warp_row0, p.tq, p.d, float(p.scale));
 }
 
 // The tiling of the dk/dv kernel: 16*kM keys per warp, tiles of kQueries,
@@ -248,21 +251,19 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
   const int64_t bh = blockIdx.x;
   const int64_t k0 = int64_t(blockIdx.y) * Tile::kKeys;
   const int warp_row0 = warp_id() * 16 * kM;
-  const auto q = read_rows(p.q, p.q_strides, bh, p.heads, p.tq, p.d);
-  const auto k = read_rows(p.k, p.k_strides, bh, p.heads, p.tk, p.d);
-  const auto v = read_rows(p.v, p.v_strides, bh, p.heads, p.tk, p.d);
-  const auto g = read_rows(gp.g, gp.g_strides, bh, p.heads, p.tq, p.d);
+  __shared__ LoopRows rows;
+  share_rows(rows, gp, bh);
   const float* lse = lse_rows(gp, bh);
   const float* dot = row_dot(gp, bh);
   const Logits<Half> logits(p, bh);
-  const bool copy_16 =
-      rows_copy_16(p.d, q) && rows_copy_16(p.d, k) && rows_copy_16(p.d, v) && rows_copy_16(p.d, g);
+  const bool copy_16 = rows_copy_16(p.d, rows.q) && rows_copy_16(p.d, rows.k) &&
+                       rows_copy_16(p.d, rows.v) && rows_copy_16(p.d, rows.g);
 
   // Rows past Tq get L = +inf: their logits are -inf, their p 0.
   auto load_queries = [&](int64_t q0, int buffer) {
     uint16_t* qb = buffers + buffer * Tile::kQueryBuffer;
-    load_tile<kLoad, Tile::kD>(qb, q, q0, p.tq, p.d, copy_16);
-    load_tile<kLoad, Tile::kD>(qb + kTile, g, q0, p.tq, p.d, copy_16);
+    load_tile<kLoad, Tile::kD>(qb, rows.q, q0, p.tq, p.d, copy_16);
+    load_tile<kLoad, Tile::kD>(qb + kTile, rows.g, q0, p.tq, p.d, copy_16);
     float* stats = reinterpret_cast<float*>(qb + 2 * kTile);
     for (int i = int(threadIdx.x); i < kLoad; i += kThreads) {
       const bool inside = q0 + i < p.tq;
@@ -275,8 +276,8 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
   // The first query that sees key k0 under causality (query i sees j <= i + Tk - Tq).
   int64_t begin = p.causal ? k0 - (p.tk - p.tq) : 0;
   if (begin < 0) begin = 0;
-  load_tile<Tile::kKeys, Tile::kD>(ks, k, k0, p.tk, p.d, copy_16);
-  load_tile<Tile::kKeys, Tile::kD>(vs, v, k0, p.tk, p.d, copy_16);
+  load_tile<Tile::kKeys, Tile::kD>(ks, rows.k, k0, p.tk, p.d, copy_16);
+  load_tile<Tile::kKeys, Tile::kD>(vs, rows.v, k0, p.tk, p.d, copy_16);
   if (begin < p.tq) load_queries(begin, 0);
   float dk[kM][kD8][4] = {}, dv[kM][kD8][4] = {};
   const int64_t warp_visible_from = p.causal ? k0 + warp_row0 - (p.tk - p.tq) : 0;
@@ -326,8 +327,8 @@ __device__ __forceinline__ void dkdv_block(const AttentionGradParams& gp, unsign
   }
   cp_async_wait_all();  // nothing left in flight when no query sees these keys
 
-  store_rows<Half>(gradient_rows(gp, bh, 1), dk, k0 + warp_row0, p.tk, p.d, float(p.scale));
-  store_rows<Half>(gradient_rows(gp, bh, 2), dv, k0 + warp_row0, p.tk, p.d, 1.0f);
+  store_rows<Half>(rows.out[1], dk, k0 + warp_row0, p.tk, p.d, float(p.scale));
+  store_rows<Half>(rows.out[2], dv, k0 + warp_row0, p.tk, p.d, 1.0f);
 }
 
 }  // namespace sexpgpu::cuda::flash

@@ -114,6 +114,22 @@ const void* at(const void* buffer, size_t offset) {
   return static_cast<const char*>(buffer) + offset;
 }
 
+// The tensor-core kernels step rows with 32-bit offsets (flash_tensor.h).
+bool rows_fit_32_bits(const HeadStrides& s, int64_t rows) {
+  return rows * s.row < (int64_t(1) << 31);
+}
+bool rows_fit_32_bits(const AttentionParams& params) {
+  const AttentionParams p = with_dense_strides(params);
+  return rows_fit_32_bits(p.q_strides, p.tq) && rows_fit_32_bits(p.k_strides, p.tk) &&
+         rows_fit_32_bits(p.v_strides, p.tk) && rows_fit_32_bits(p.out_strides, p.tq);
+}
+bool rows_fit_32_bits(const AttentionGradParams& params) {
+  const AttentionGradParams p = with_dense_strides(params);
+  const int64_t tq = p.attention.tq, tk = p.attention.tk;
+  return rows_fit_32_bits(p.attention) && rows_fit_32_bits(p.o_strides, tq) &&
+         rows_fit_32_bits(p.g_strides, tq) && rows_fit_32_bits(p.dq_strides, tq + 2 * tk);
+}
+
 std::string kernel_name(const KernelRequest& r, const AttentionParams& p, const std::string& how) {
   std::string name = kernel_label(r.op, r.output.dtype) + " " + how + " d=" + std::to_string(p.d);
   if (p.causal) name += " causal";
@@ -156,6 +172,8 @@ KernelResult make_forward_kernel(const KernelRequest& request) {
     if (r.views->output && r.views->output->offset != 0)
       return no_kernel(r, "a strided result starts its buffer");
   }
+  if (half && !rows_fit_32_bits(params))
+    return no_kernel(r, "a head's rows span 2^31 elements or more");
   const std::vector<size_t> offsets = byte_offsets(r, ir::size_bytes(r.output.dtype));
   const AttentionTiling tiling = half ? flash_attention_tiling(params) : attention_tiling(params);
   std::string name = kernel_name(r, params,
@@ -272,6 +290,8 @@ KernelResult make_backward_kernel(const KernelRequest& request) {
       }
     }
   }
+  if (tensor_cores && !rows_fit_32_bits(params))
+    return no_kernel(r, "a head's rows span 2^31 elements or more");
   const std::vector<size_t> offsets = byte_offsets(r, ir::size_bytes(r.output.dtype));
   const AttentionParams& a = params.attention;
   const AttentionGradPlan plan =

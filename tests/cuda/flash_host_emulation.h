@@ -15,6 +15,10 @@
 #define __device__
 #define __global__
 #define __launch_bounds__(...)
+// Blocks run one at a time and a block's threads are fibers of one OS
+// thread: a function's static is shared by the block's threads, as CUDA's
+// __shared__ is.
+#define __shared__ static
 
 #include <cuda_runtime_api.h>
 #include <ucontext.h>

@@ -179,10 +179,11 @@ void run_grad(const Case& c, const AttentionParams& p, const Data<Half>& q, cons
     gp.out = grads.data();
     gp.row_stats = stats.data();
     gp.lse = with_lse ? lse.data() : nullptr;
+    const AttentionGradParams resolved = with_dense_strides(gp);  // as the launcher does
     if (!with_lse) {
       Shared shared(sizeof(uint16_t) * Fwd::kStride * (Fwd::kRows + 2 * Fwd::kKeysPerLoad));
       host::run_grid({unsigned(bh_n), unsigned(tiles(c.tq, Fwd::kRows)), 1}, flash::kThreads,
-                     [&] { flash::row_stats_block<Half, Fwd>(gp, shared.data()); });
+                     [&] { flash::row_stats_block<Half, Fwd>(resolved, shared.data()); });
       if (!shared.guard_intact()) check("row statistics shared memory overrun", 1, 0);
       bool same = true;
       for (int64_t i = 0; i < bh_n * c.tq; ++i) same &= float_bits(stats[i]) == float_bits(lse[i]);
@@ -192,14 +193,14 @@ void run_grad(const Case& c, const AttentionParams& p, const Data<Half>& q, cons
       Shared shared(sizeof(uint16_t) * Queries::kStride *
                     (2 * Queries::kRows + 4 * Queries::kKeysPerLoad));
       host::run_grid({unsigned(bh_n), unsigned(tiles(c.tq, Queries::kRows)), 1}, flash::kThreads,
-                     [&] { flash::dq_block<Half, Queries>(gp, shared.data()); });
+                     [&] { flash::dq_block<Half, Queries>(resolved, shared.data()); });
       if (!shared.guard_intact()) check("dq shared memory overrun", 1, 0);
     }
     if (c.tk > 0) {
       Shared shared(sizeof(uint16_t) *
                     (2 * size_t(Keys::kKeys) * Keys::kStride + 2 * size_t(Keys::kQueryBuffer)));
       host::run_grid({unsigned(bh_n), unsigned(tiles(c.tk, Keys::kKeys)), 1}, flash::kThreads,
-                     [&] { flash::dkdv_block<Half, Keys>(gp, shared.data()); });
+                     [&] { flash::dkdv_block<Half, Keys>(resolved, shared.data()); });
       if (!shared.guard_intact()) check("dkdv shared memory overrun", 1, 0);
     }
     return grads;
@@ -274,9 +275,10 @@ void run_case(const Case& c) {
   p.out = out.data();
   p.lse = lse.data();
   {
+    const AttentionParams resolved = with_dense_strides(p);  // as the launcher does
     Shared shared(sizeof(uint16_t) * Fwd::kStride * (Fwd::kRows + 4 * Fwd::kKeysPerLoad));
     host::run_grid({unsigned(bh_n), unsigned(tiles(c.tq, Fwd::kRows)), 1}, flash::kThreads,
-                   [&] { flash::forward_block<Half, Fwd>(p, shared.data()); });
+                   [&] { flash::forward_block<Half, Fwd>(resolved, shared.data()); });
     if (!shared.guard_intact()) check("forward shared memory overrun", 1, 0);
   }
   check("out", relative_error<Half>(out.data(), ref.out, 0, out.size()), 1.5e-2);
@@ -380,20 +382,23 @@ struct HostKernels {
   using Queries = typename flash::GradTilingFor<kD>::Queries;
 
   static void forward(const AttentionParams& p) {
+    const AttentionParams resolved = with_dense_strides(p);
     Shared shared(sizeof(uint16_t) * Fwd::kStride * (Fwd::kRows + 4 * Fwd::kKeysPerLoad));
     host::run_grid({unsigned(p.batch * p.heads), unsigned(tiles(p.tq, Fwd::kRows)), 1},
-                   flash::kThreads, [&] { flash::forward_block<Half, Fwd>(p, shared.data()); });
+                   flash::kThreads,
+                   [&] { flash::forward_block<Half, Fwd>(resolved, shared.data()); });
   }
   static void backward(const AttentionGradParams& gp) {
+    const AttentionGradParams resolved = with_dense_strides(gp);
     const AttentionParams& p = gp.attention;
     Shared dq(sizeof(uint16_t) * Queries::kStride *
               (2 * Queries::kRows + 4 * Queries::kKeysPerLoad));
     host::run_grid({unsigned(p.batch * p.heads), unsigned(tiles(p.tq, Queries::kRows)), 1},
-                   flash::kThreads, [&] { flash::dq_block<Half, Queries>(gp, dq.data()); });
+                   flash::kThreads, [&] { flash::dq_block<Half, Queries>(resolved, dq.data()); });
     Shared dkdv(sizeof(uint16_t) *
                 (2 * size_t(Keys::kKeys) * Keys::kStride + 2 * size_t(Keys::kQueryBuffer)));
     host::run_grid({unsigned(p.batch * p.heads), unsigned(tiles(p.tk, Keys::kKeys)), 1},
-                   flash::kThreads, [&] { flash::dkdv_block<Half, Keys>(gp, dkdv.data()); });
+                   flash::kThreads, [&] { flash::dkdv_block<Half, Keys>(resolved, dkdv.data()); });
   }
 };
 
