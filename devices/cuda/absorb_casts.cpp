@@ -15,9 +15,6 @@ using ir::DType;
 using ir::NodeId;
 using ir::Op;
 
-bool is_half(DType d) {
-  return d == DType::BF16 || d == DType::F16;
-}
 
 bool absorbs_casts(Op op) {
   switch (op) {

@@ -17,9 +17,6 @@ using ir::DType;
 using ir::NodeId;
 using ir::Op;
 
-bool is_half(DType d) {
-  return d == DType::BF16 || d == DType::F16;
-}
 
 bool is_view(Op op) {
   return op == Op::Slice || op == Op::Reshape || op == Op::Permute;

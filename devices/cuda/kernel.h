@@ -133,6 +133,12 @@ Kernel kernel_of(LaunchFn launch, std::string name);
 // The most blocks a grid-stride kernel launches: eight per multiprocessor.
 int max_blocks(const Context& context);
 
+// bf16 or f16: the types the tensor cores take and the plan's passes
+// round to.
+inline bool is_half(ir::DType d) {
+  return d == ir::DType::BF16 || d == ir::DType::F16;
+}
+
 // "add<f32>": the op's IR name and the compute dtype, for kernel names.
 std::string kernel_label(ir::Op op, ir::DType dtype);
 // The failure every factory gives for a case it has no kernel for.

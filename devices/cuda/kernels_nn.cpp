@@ -56,9 +56,6 @@ Storage storage_of(DType d) {
   }
 }
 
-bool is_half(DType d) {
-  return d == DType::BF16 || d == DType::F16;
-}
 
 // The dtype the kernels compute a stored dtype in.
 DType compute_of(DType d) {

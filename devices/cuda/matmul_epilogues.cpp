@@ -21,9 +21,6 @@ using ir::DType;
 using ir::NodeId;
 using ir::Op;
 
-bool is_half(DType d) {
-  return d == DType::BF16 || d == DType::F16;
-}
 
 struct Readers {
   std::vector<bool> is_output;
