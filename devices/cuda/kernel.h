@@ -1,4 +1,4 @@
-// The interface between the CUDA program (program.cpp) and its kernel
+// The interface between the CUDA program (program_plan.cpp) and its kernel
 // families, as on the CPU device (devices/cpu/kernel.h): a factory per op
 // family turns one lowered node, with its operand types, into a Kernel whose
 // dtype dispatch, strides, grid and library descriptors are all resolved at

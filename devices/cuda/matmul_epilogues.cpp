@@ -86,7 +86,7 @@ std::optional<BiasSum> bias_sum(const Lowered& lowered, const Readers& r, NodeId
   return BiasSum{m, *sum, *bias};
 }
 
-// Whether the matmul kernels take `n` (program.cpp's view of it: transposed
+// Whether the matmul kernels take `n` (program_plan.cpp's view of it: transposed
 // operands swapped back).
 bool accepted(const Lowered& lowered, const LoweredNode& n, Context& context) {
   std::vector<ir::TensorType> types;
