@@ -260,4 +260,18 @@ std::optional<LoweredGroup> gather_group(const Lowered& lowered,
   return build_group(lowered, members);
 }
 
+LiveReaders live_readers(const Lowered& lowered, const std::vector<ir::NodeId>& outputs) {
+  const size_t count = lowered.nodes.size();
+  LiveReaders r{std::vector<bool>(count, false), std::vector<bool>(count, false),
+                std::vector<std::vector<ir::NodeId>>(count)};
+  for (ir::NodeId o : outputs) r.live[size_t(o)] = r.is_output[size_t(o)] = true;
+  for (size_t i = count; i-- > 0;)
+    if (r.live[i])
+      for (ir::NodeId in : lowered.nodes[i].inputs) r.live[size_t(in)] = true;
+  for (size_t i = 0; i < count; ++i)
+    if (r.live[i])
+      for (ir::NodeId in : lowered.nodes[i].inputs) r.of[size_t(in)].push_back(ir::NodeId(i));
+  return r;
+}
+
 }  // namespace sexpgpu::cpu

@@ -78,4 +78,12 @@ std::optional<LoweredGroup> gather_group(const Lowered& lowered,
 // else reads it (the plan drops dead nodes).
 void fold_transposes(Lowered& lowered);
 
+// The nodes `outputs` need (live), which of them are outputs, and each
+// node's live readers (once per operand it is read as), in program order.
+struct LiveReaders {
+  std::vector<bool> live, is_output;
+  std::vector<std::vector<ir::NodeId>> of;
+};
+LiveReaders live_readers(const Lowered& lowered, const std::vector<ir::NodeId>& outputs);
+
 }  // namespace sexpgpu::cpu

@@ -162,11 +162,9 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
   const std::vector<LoweredNode>& nodes = lowered.nodes;
   size_t count = nodes.size();
   // Liveness: the nodes the outputs need.
-  std::vector<bool> live(count, false);
-  for (const ir::Output& o : fn_.outputs) live[size_t(lowered.of_original[size_t(o.node)])] = true;
-  for (size_t i = count; i-- > 0;)
-    if (live[i])
-      for (NodeId in : nodes[i].inputs) live[size_t(in)] = true;
+  std::vector<NodeId> outputs;
+  for (const ir::Output& o : fn_.outputs) outputs.push_back(lowered.of_original[size_t(o.node)]);
+  const std::vector<bool> live = live_readers(lowered, outputs).live;
 
   std::vector<Slot> slot(count);
   std::vector<bool> placed(count, false);

@@ -15,7 +15,6 @@ using ir::DType;
 using ir::NodeId;
 using ir::Op;
 
-
 bool absorbs_casts(Op op) {
   switch (op) {
     case Op::CrossEntropy:
@@ -112,15 +111,9 @@ void products_write_f32(Lowered& lowered, const std::vector<bool>& is_output,
 void absorb_casts(Lowered& lowered, const std::vector<NodeId>& outputs, Context& context) {
   std::vector<LoweredNode>& nodes = lowered.nodes;
   size_t count = nodes.size();
-  std::vector<bool> live(count, false), is_output(count, false);
-  for (NodeId o : outputs) live[size_t(o)] = is_output[size_t(o)] = true;
-  for (size_t i = count; i-- > 0;)
-    if (live[i])
-      for (NodeId in : nodes[i].inputs) live[size_t(in)] = true;
-  std::vector<std::vector<NodeId>> readers(count);
-  for (size_t i = 0; i < count; ++i)
-    if (live[i])
-      for (NodeId in : nodes[i].inputs) readers[size_t(in)].push_back(NodeId(i));
+  cpu::LiveReaders graph = cpu::live_readers(lowered, outputs);
+  const std::vector<bool>&live = graph.live, &is_output = graph.is_output;
+  std::vector<std::vector<NodeId>>& readers = graph.of;
   sum_half_copies(lowered, readers, context);
   products_write_f32(lowered, is_output, readers, context);
 

@@ -17,7 +17,6 @@ using ir::DType;
 using ir::NodeId;
 using ir::Op;
 
-
 bool is_view(Op op) {
   return op == Op::Slice || op == Op::Reshape || op == Op::Permute;
 }
@@ -395,15 +394,8 @@ std::vector<NodeViews> view_attention_operands(Lowered& lowered,
                                                const std::vector<NodeId>& outputs) {
   const size_t count = lowered.nodes.size();
   std::vector<NodeViews> views(count);
-  Graph g{lowered, std::vector<std::vector<NodeId>>(count), std::vector<bool>(count, false)};
-  std::vector<bool> live(count, false);
-  for (NodeId o : outputs) live[size_t(o)] = g.is_output[size_t(o)] = true;
-  for (size_t i = count; i-- > 0;)
-    if (live[i])
-      for (NodeId in : lowered.nodes[i].inputs) live[size_t(in)] = true;
-  for (size_t i = 0; i < count; ++i)
-    if (live[i])
-      for (NodeId in : lowered.nodes[i].inputs) g.readers[size_t(in)].push_back(NodeId(i));
+  cpu::LiveReaders live = cpu::live_readers(lowered, outputs);
+  Graph g{lowered, std::move(live.of), std::move(live.is_output)};
   // Results first: an o read in place by attention_grad is then no longer
   // a candidate for the operand rewrite.
   view_results(g, views);

@@ -21,25 +21,7 @@ using ir::DType;
 using ir::NodeId;
 using ir::Op;
 
-
-struct Readers {
-  std::vector<bool> is_output;
-  std::vector<std::vector<NodeId>> of;  // per node, the live nodes reading it (once per operand)
-};
-
-Readers readers_of(const Lowered& lowered, const std::vector<NodeId>& outputs) {
-  size_t count = lowered.nodes.size();
-  std::vector<bool> live(count, false);
-  Readers r{std::vector<bool>(count, false), std::vector<std::vector<NodeId>>(count)};
-  for (NodeId o : outputs) live[size_t(o)] = r.is_output[size_t(o)] = true;
-  for (size_t i = count; i-- > 0;)
-    if (live[i])
-      for (NodeId in : lowered.nodes[i].inputs) live[size_t(in)] = true;
-  for (size_t i = 0; i < count; ++i)
-    if (live[i])
-      for (NodeId in : lowered.nodes[i].inputs) r.of[size_t(in)].push_back(NodeId(i));
-  return r;
-}
+using Readers = cpu::LiveReaders;
 
 // The one reader of node `id`, when it is not an output and read once.
 std::optional<NodeId> only_reader(const Readers& r, NodeId id) {
@@ -144,7 +126,7 @@ bool read_by_kernels_alone(const Lowered& lowered, const Readers& r, NodeId id) 
 }  // namespace
 
 void matmul_epilogues(Lowered& lowered, const std::vector<NodeId>& outputs, Context& context) {
-  Readers r = readers_of(lowered, outputs);
+  Readers r = cpu::live_readers(lowered, outputs);
   // Each chain's nodes are read only inside it, so a rewrite leaves the
   // other chains' readers as they were.
   for (size_t i = 0; i < lowered.nodes.size(); ++i) {

@@ -94,11 +94,10 @@ std::string CudaProgram::build(const ir::Function& fn) {
 std::string CudaProgram::plan(const Lowered& lowered) {
   const std::vector<LoweredNode>& nodes = lowered.nodes;
   size_t count = nodes.size();
-  std::vector<bool> live(count, false);
-  for (const ir::Output& o : fn_.outputs) live[size_t(lowered.of_original[size_t(o.node)])] = true;
-  for (size_t i = count; i-- > 0;)
-    if (live[i])
-      for (NodeId in : nodes[i].inputs) live[size_t(in)] = true;
+  std::vector<NodeId> outputs;
+  for (const ir::Output& o : fn_.outputs) outputs.push_back(lowered.of_original[size_t(o.node)]);
+  const cpu::LiveReaders graph = cpu::live_readers(lowered, outputs);
+  const std::vector<bool>&live = graph.live, &is_output = graph.is_output;
 
   std::vector<Slot> slot(count);
   std::vector<bool> placed(count, false);
@@ -109,13 +108,6 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   }
   auto creation = [](Op op) { return op == Op::Full || op == Op::Constant || op == Op::Arange; };
   std::vector<bool> written_to_output(fn_.outputs.size(), false);
-  std::vector<bool> is_output(count, false);
-  for (size_t j = 0; j < fn_.outputs.size(); ++j)
-    is_output[size_t(lowered.of_original[size_t(fn_.outputs[j].node)])] = true;
-  std::vector<int> readers(count, 0);
-  for (size_t i = 0; i < count; ++i)
-    if (live[i])
-      for (NodeId in : nodes[i].inputs) ++readers[size_t(in)];
   for (size_t j = 0; j < fn_.outputs.size(); ++j) {
     size_t id = size_t(lowered.of_original[size_t(fn_.outputs[j].node)]);
     if (placed[id] || creation(nodes[id].op)) continue;
@@ -124,7 +116,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     // output's buffer, and the reshape reads it in place.
     size_t writer = id;
     while ((nodes[writer].op == Op::Reshape || nodes[writer].op == Op::StopGradient) &&
-           readers[size_t(nodes[writer].inputs[0])] == 1 &&
+           graph.of[size_t(nodes[writer].inputs[0])].size() == 1 &&
            !is_output[size_t(nodes[writer].inputs[0])])
       writer = size_t(nodes[writer].inputs[0]);
     const Op op = nodes[writer].op;
