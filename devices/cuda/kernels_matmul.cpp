@@ -487,8 +487,9 @@ KernelResult int_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool
 // cuBLASLt takes an f32 bias with a half D is unverified, so none asks.)
 std::string epilogue_unsupported(const KernelRequest& r, const Geometry& g, Epilogue epilogue) {
   const DType d = r.inputs[0].dtype;
-  if ((d != DType::BF16 && d != DType::F16) || r.output.dtype != DType::F32)
-    return "only half products with an f32 result add a bias in cuBLASLt";
+  if (d != DType::BF16 && d != DType::F16) return "only half products add a bias in cuBLASLt";
+  if (r.output.dtype != DType::F32 && (r.output.dtype != d || epilogue.addend))
+    return "a half result adds a bias only, rounded once";
   if (r.inputs[0].shape.rank() < 2 || r.inputs[1].shape.rank() < 2 || g.a_offsets.size() != 1)
     return "a bias is added to one product of matrices";
   if (g.K == 0) return "a product of no terms has no epilogue";

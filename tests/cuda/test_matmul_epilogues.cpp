@@ -130,6 +130,23 @@ TEST_CASE("a bias sum read by a kernel of its own goes into the product", "[cuda
   }
 }
 
+TEST_CASE("a bias sum rounded back to bf16 is one product rounding once", "[cuda][matmul]") {
+  ir::Module module;
+  ir::Function& fn = new_function(module, "layer");
+  ir::Builder b(fn);
+  Layer l;
+  build_layer(l, b, false);
+  // Two casts of the sum: the first becomes the product, the second reads it.
+  NodeId first = b.must(Op::Cast, {l.sum}, cast_to(DType::BF16));
+  NodeId second = b.must(Op::Cast, {l.sum}, cast_to(DType::BF16));
+  fn.outputs.push_back({"y", b.must(Op::Mul, {first, second})});
+  std::vector<std::string> kernels = planned_kernels(module, "layer");
+  INFO(joined(kernels));
+  REQUIRE(kernels.size() == 2);
+  CHECK(kernels[0] == "matmul<bf16> cublasLt m=16 n=24 k=16 +bias");
+  CHECK(kernels[1].find(",mul,") != std::string::npos);  // the product, read twice
+}
+
 TEST_CASE("only one half product with an f32 result takes an epilogue", "[cuda][matmul]") {
   cuda::Context ctx = cuda::testing::plan_context();
   ir::Attrs none;
@@ -154,10 +171,18 @@ TEST_CASE("only one half product with an f32 result takes an epilogue", "[cuda][
   CHECK((*ok).name == "matmul<bf16> cublasLt m=32 n=24 k=16 ->f32 +bias+addend");
   CHECK(cuda::make_matmul_kernel(request(DType::F16, ir::Shape{{8, 16}}, row, DType::F32, false))
             .ok());
-  // f32 products, half results, a bias of the wrong length, no terms.
+  // A half result adds the bias alone, rounded once.
+  cuda::KernelResult rounded =
+      cuda::make_matmul_kernel(request(DType::BF16, ir::Shape{{8, 16}}, n, DType::BF16, false));
+  REQUIRE(rounded.ok());
+  CHECK((*rounded).name == "matmul<bf16> cublasLt m=8 n=24 k=16 +bias");
+  // f32 products, a half result with an addend or of the other half type, a
+  // bias of the wrong length, no terms.
   CHECK(!cuda::make_matmul_kernel(request(DType::F32, ir::Shape{{8, 16}}, n, DType::F32, false))
              .ok());
-  CHECK(!cuda::make_matmul_kernel(request(DType::BF16, ir::Shape{{8, 16}}, n, DType::BF16, false))
+  CHECK(!cuda::make_matmul_kernel(request(DType::BF16, ir::Shape{{8, 16}}, n, DType::BF16, true))
+             .ok());
+  CHECK(!cuda::make_matmul_kernel(request(DType::F16, ir::Shape{{8, 16}}, n, DType::BF16, false))
              .ok());
   CHECK(!cuda::make_matmul_kernel(
              request(DType::BF16, ir::Shape{{8, 16}}, ir::Shape{{16}}, DType::F32, false))
