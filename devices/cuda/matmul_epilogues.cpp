@@ -171,13 +171,27 @@ void matmul_epilogues(Lowered& lowered, const std::vector<NodeId>& outputs, Cont
       continue;
     }
     // Read only rounded back to the product's half type: the product adds
-    // the bias to its f32 accumulator and rounds once; the first cast
-    // becomes it, the others read it in place.
+    // the bias, rounded to that type as autocast rounds it, to its f32
+    // accumulator and rounds once. The widening cast of the product becomes
+    // the bias's rounding (it sits before the sum's readers and after the
+    // bias), the first cast of the sum becomes the product, the others
+    // read it in place.
     const DType half = lowered.nodes[size_t(chain->product)].type.dtype;
     std::vector<NodeId> casts = half_casts(lowered, r, chain->sum, half);
-    if (casts.empty() ||
-        !becomes_product(lowered, casts.front(), chain->product, {chain->bias}, context, half))
+    if (casts.empty()) continue;
+    const NodeId widening = lowered.nodes[size_t(chain->sum)].inputs[0] == chain->bias
+                                ? lowered.nodes[size_t(chain->sum)].inputs[1]
+                                : lowered.nodes[size_t(chain->sum)].inputs[0];
+    const LoweredNode kept = lowered.nodes[size_t(widening)];
+    LoweredNode& rounding = lowered.nodes[size_t(widening)];
+    rounding.inputs = {chain->bias};
+    rounding.type = lowered.nodes[size_t(chain->bias)].type;
+    rounding.type.dtype = half;
+    rounding.attrs.dtype = half;
+    if (!becomes_product(lowered, casts.front(), chain->product, {widening}, context, half)) {
+      lowered.nodes[size_t(widening)] = kept;
       continue;
+    }
     for (size_t c = 1; c < casts.size(); ++c) {
       LoweredNode& copy = lowered.nodes[size_t(casts[c])];
       if (copy.inputs.empty() || copy.inputs[0] != chain->sum) continue;  // one cast counted twice
