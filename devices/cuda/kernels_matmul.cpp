@@ -105,6 +105,7 @@ cudaDataType_t data_type(DType d) {
 // transposed), and an addend of the result's layout (cuBLASLt's C, beta 1).
 struct Epilogue {
   bool bias = false, addend = false;
+  DType bias_dtype = DType::F32;  // the result's half type for a half result
 };
 
 // The cuBLASLt objects of one product, made at compile time (host-only
@@ -153,7 +154,7 @@ std::string describe(LtPlan& p, const Geometry& g, DType in, DType out, bool ta,
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
   if (epilogue.bias) {
     cublasLtEpilogue_t bias = CUBLASLT_EPILOGUE_BIAS;
-    cudaDataType_t bias_type = CUDA_R_32F;
+    cudaDataType_t bias_type = data_type(epilogue.bias_dtype);
     SG_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias, sizeof bias));
     SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
@@ -264,11 +265,13 @@ FillDType fill_dtype(DType d) {
   }
 }
 
-bool open_bench(Bench& bench, const Extents& n, DType in, DType out, const Context& ctx) {
+bool open_bench(Bench& bench, const Extents& n, DType in, DType out, DType bias_dtype,
+                const Context& ctx) {
   size_t elem = ir::size_bytes(in);
   size_t a = aligned(size_t(n.a) * elem), b = aligned(size_t(n.b) * elem);
   size_t c = aligned(size_t(n.c) * ir::size_bytes(out)), w = aligned(ctx.cublas_workspace_bytes);
-  size_t bias = aligned(size_t(n.bias) * 4), addend = aligned(size_t(n.addend) * 4);
+  size_t bias = aligned(size_t(n.bias) * ir::size_bytes(bias_dtype));
+  size_t addend = aligned(size_t(n.addend) * 4);
   if (cudaMalloc(&bench.memory, a + b + c + w + bias + addend) != cudaSuccess) return false;
   char* base = static_cast<char*>(bench.memory);
   bench.a = base;
@@ -283,7 +286,7 @@ bool open_bench(Bench& bench, const Extents& n, DType in, DType out, const Conte
          cudaEventCreate(&bench.stop) == cudaSuccess &&
          launch_fill_uniform(bench.a, n.a, fill_dtype(in), bench.stream) == cudaSuccess &&
          launch_fill_uniform(bench.b, n.b, fill_dtype(in), bench.stream) == cudaSuccess &&
-         launch_fill_uniform(added, n.bias, FillDType::F32, bench.stream) == cudaSuccess &&
+         launch_fill_uniform(added, n.bias, fill_dtype(bias_dtype), bench.stream) == cudaSuccess &&
          launch_fill_uniform(added + bias, n.addend, FillDType::F32, bench.stream) == cudaSuccess;
 }
 
@@ -322,7 +325,7 @@ std::optional<cublasLtMatmulAlgo_t> fastest(const LtPlan& p, const Context& ctx,
                                             const std::vector<cublasLtMatmulAlgo_t>& algos,
                                             const Extents& n, DType in, DType out) {
   Bench bench;
-  if (!open_bench(bench, n, in, out, ctx)) return std::nullopt;
+  if (!open_bench(bench, n, in, out, p.epilogue.bias_dtype, ctx)) return std::nullopt;
   std::vector<cublasLtMatmulAlgo_t> usable;
   for (const cublasLtMatmulAlgo_t& algo : algos)
     if (multiply(p, ctx, algo, bench.a, bench.b, bench.c, bench.added, bench.workspace,
@@ -481,21 +484,25 @@ KernelResult int_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool
 }
 
 // Why the epilogue cannot add operands 2 and 3 of `r`, or "": the product
-// is one cuBLASLt call of half matrices with an f32 result, the bias f32
-// along the last axis alone ([N] or [1, .., N]), the addend f32 of the
-// result's shape. (A half result would round the sum to half; whether
-// cuBLASLt takes an f32 bias with a half D is unverified, so none asks.)
+// is one cuBLASLt call of half matrices, the bias along the last axis alone
+// ([N] or [1, .., N]), the addend f32 of the result's shape. An f32 result
+// takes an f32 bias and may take the addend; a half result takes a bias of
+// its own type and no addend (cuBLASLt 13 on the H200 has no algorithm for
+// an f32 bias with a bf16 result).
 std::string epilogue_unsupported(const KernelRequest& r, const Geometry& g, Epilogue epilogue) {
   const DType d = r.inputs[0].dtype;
-  if ((d != DType::BF16 && d != DType::F16) || r.output.dtype != DType::F32)
-    return "only half products with an f32 result add a bias in cuBLASLt";
+  if (d != DType::BF16 && d != DType::F16) return "only half products add a bias in cuBLASLt";
+  const bool half_result = r.output.dtype != DType::F32;
+  if (half_result && (r.output.dtype != d || epilogue.addend))
+    return "a half result adds a bias only, rounded once";
+  const DType bias_dtype = half_result ? d : DType::F32;
   if (r.inputs[0].shape.rank() < 2 || r.inputs[1].shape.rank() < 2 || g.a_offsets.size() != 1)
     return "a bias is added to one product of matrices";
   if (g.K == 0) return "a product of no terms has no epilogue";
   const ir::TensorType& bias = r.inputs[2];
-  if (bias.dtype != DType::F32 || bias.shape.rank() < 1 ||
+  if (bias.dtype != bias_dtype || bias.shape.rank() < 1 ||
       bias.shape[bias.shape.rank() - 1] != g.N || bias.shape.numel() != g.N)
-    return "the bias must be f32 along the result's last axis";
+    return "the bias must be along the result's last axis, f32 (or the half result's type)";
   if (epilogue.addend && r.inputs[3] != ir::TensorType{DType::F32, r.output.shape})
     return "the addend must be f32 of the result's shape";
   return {};
@@ -514,7 +521,8 @@ KernelResult make_matmul_kernel(const KernelRequest& r) {
     return no_kernel(r, "operands must be lowered to the compute dtype first");
   auto [ta, tb] = r.transposed;
   Geometry g = geometry(r.inputs[0].shape, r.inputs[1].shape, ta);
-  Epilogue epilogue{r.inputs.size() > 2, r.inputs.size() > 3};
+  Epilogue epilogue{r.inputs.size() > 2, r.inputs.size() > 3,
+                    r.inputs.size() > 2 ? r.inputs[2].dtype : DType::F32};
   if (epilogue.bias)
     if (std::string why = epilogue_unsupported(r, g, epilogue); !why.empty())
       return no_kernel(r, why);

@@ -82,12 +82,12 @@ bool accepted(const Lowered& lowered, const LoweredNode& n, Context& context) {
 }
 
 // Node `target` becomes `product` with `added` operands after its two,
-// writing f32, when the matmul kernels take that.
+// writing `result` (f32 unless said), when the matmul kernels take that.
 bool becomes_product(Lowered& lowered, NodeId target, NodeId product, const ir::NodeIds& added,
-                     Context& context) {
+                     Context& context, DType result = DType::F32) {
   LoweredNode rewritten = lowered.nodes[size_t(product)];  // its origin too: the report's FLOPs
   rewritten.inputs.insert(rewritten.inputs.end(), added.begin(), added.end());
-  rewritten.type.dtype = DType::F32;
+  rewritten.type.dtype = result;
   if (!accepted(lowered, rewritten, context)) return false;
   lowered.nodes[size_t(target)] = std::move(rewritten);
   return true;
@@ -123,6 +123,18 @@ bool read_by_kernels_alone(const Lowered& lowered, const Readers& r, NodeId id) 
   return true;
 }
 
+// The readers of `id` when every one rounds it to `half` (a bias sum cast
+// back to bf16 for the next product: GPT-2's qkv, once attention reads its
+// slices in place), in program order; none otherwise.
+std::vector<NodeId> half_casts(const Lowered& lowered, const Readers& r, NodeId id, DType half) {
+  if (r.is_output[size_t(id)]) return {};
+  for (NodeId reader : r.of[size_t(id)]) {
+    const LoweredNode& n = lowered.nodes[size_t(reader)];
+    if (n.op != Op::Cast || n.type.dtype != half) return {};
+  }
+  return r.of[size_t(id)];
+}
+
 }  // namespace
 
 void matmul_epilogues(Lowered& lowered, const std::vector<NodeId>& outputs, Context& context) {
@@ -136,8 +148,39 @@ void matmul_epilogues(Lowered& lowered, const std::vector<NodeId>& outputs, Cont
     if (std::optional<NodeId> addend = residual(lowered, r, chain->sum, total);
         addend && becomes_product(lowered, total, chain->product, {chain->bias, *addend}, context))
       continue;
-    if (read_by_kernels_alone(lowered, r, chain->sum))
+    if (read_by_kernels_alone(lowered, r, chain->sum)) {
       becomes_product(lowered, chain->sum, chain->product, {chain->bias}, context);
+      continue;
+    }
+    // Read only rounded back to the product's half type: the product adds
+    // the bias, rounded to that type as autocast rounds it, to its f32
+    // accumulator and rounds once. The widening cast of the product becomes
+    // the bias's rounding (it sits before the sum's readers and after the
+    // bias), the first cast of the sum becomes the product, the others
+    // read it in place.
+    const DType half = lowered.nodes[size_t(chain->product)].type.dtype;
+    std::vector<NodeId> casts = half_casts(lowered, r, chain->sum, half);
+    if (casts.empty()) continue;
+    const NodeId widening = lowered.nodes[size_t(chain->sum)].inputs[0] == chain->bias
+                                ? lowered.nodes[size_t(chain->sum)].inputs[1]
+                                : lowered.nodes[size_t(chain->sum)].inputs[0];
+    const LoweredNode kept = lowered.nodes[size_t(widening)];
+    LoweredNode& rounding = lowered.nodes[size_t(widening)];
+    rounding.inputs = {chain->bias};
+    rounding.type = lowered.nodes[size_t(chain->bias)].type;
+    rounding.type.dtype = half;
+    rounding.attrs.dtype = half;
+    if (!becomes_product(lowered, casts.front(), chain->product, {widening}, context, half)) {
+      lowered.nodes[size_t(widening)] = kept;
+      continue;
+    }
+    for (size_t c = 1; c < casts.size(); ++c) {
+      LoweredNode& copy = lowered.nodes[size_t(casts[c])];
+      if (copy.inputs.empty() || copy.inputs[0] != chain->sum) continue;  // one cast counted twice
+      copy.op = Op::Reshape;
+      copy.inputs = {casts.front()};
+      copy.attrs = ir::Attrs{};
+    }
   }
 }
 

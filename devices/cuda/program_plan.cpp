@@ -82,8 +82,10 @@ std::string CudaProgram::build(const ir::Function& fn) {
   std::vector<NodeId> outputs;
   for (const ir::Output& o : fn_.outputs) outputs.push_back(lowered.of_original[size_t(o.node)]);
   absorb_casts(lowered, outputs, ctx_);
-  matmul_epilogues(lowered, outputs, ctx_);
+  // Views first: the one cast of the whole qkv product they leave is what
+  // the bias epilogue then folds into the product.
   views_ = view_attention_operands(lowered, outputs);
+  matmul_epilogues(lowered, outputs, ctx_);
   if (std::string e = plan(lowered); !e.empty()) return e;
   report_ = make_report(lowered);
   if (!ctx_.plan_only && !Profile::prefix().empty())

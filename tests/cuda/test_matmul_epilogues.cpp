@@ -130,6 +130,25 @@ TEST_CASE("a bias sum read by a kernel of its own goes into the product", "[cuda
   }
 }
 
+TEST_CASE("a bias sum rounded back to bf16 is one product rounding once", "[cuda][matmul]") {
+  ir::Module module;
+  ir::Function& fn = new_function(module, "layer");
+  ir::Builder b(fn);
+  Layer l;
+  build_layer(l, b, false);
+  // Two casts of the sum: the first becomes the product, the second reads
+  // it; the bias is rounded to bf16 first (a cast of an input, hoisted).
+  NodeId first = b.must(Op::Cast, {l.sum}, cast_to(DType::BF16));
+  NodeId second = b.must(Op::Cast, {l.sum}, cast_to(DType::BF16));
+  fn.outputs.push_back({"y", b.must(Op::Mul, {first, second})});
+  std::vector<std::string> kernels = planned_kernels(module, "layer");
+  INFO(joined(kernels));
+  REQUIRE(kernels.size() == 3);
+  CHECK(kernels[0].rfind("cast<bf16> bf16[24]", 0) == 0);
+  CHECK(kernels[1] == "matmul<bf16> cublasLt m=16 n=24 k=16 +bias");
+  CHECK(kernels[2].find(",mul,") != std::string::npos);  // the product, read twice
+}
+
 TEST_CASE("only one half product with an f32 result takes an epilogue", "[cuda][matmul]") {
   cuda::Context ctx = cuda::testing::plan_context();
   ir::Attrs none;
@@ -154,10 +173,23 @@ TEST_CASE("only one half product with an f32 result takes an epilogue", "[cuda][
   CHECK((*ok).name == "matmul<bf16> cublasLt m=32 n=24 k=16 ->f32 +bias+addend");
   CHECK(cuda::make_matmul_kernel(request(DType::F16, ir::Shape{{8, 16}}, row, DType::F32, false))
             .ok());
-  // f32 products, half results, a bias of the wrong length, no terms.
+  // A half result adds a bias of its own type alone, rounded once.
+  cases.push_back(
+      {{{DType::BF16, ir::Shape{{8, 16}}}, {DType::BF16, ir::Shape{{16, 24}}}, {DType::BF16, n}},
+       {DType::BF16, ir::Shape{{8, 24}}}});
+  cuda::KernelResult rounded = cuda::make_matmul_kernel(
+      cuda::KernelRequest{Op::MatMul, none, cases.back().inputs, cases.back().output, ctx, {}});
+  REQUIRE(rounded.ok());
+  CHECK((*rounded).name == "matmul<bf16> cublasLt m=8 n=24 k=16 +bias");
+  // f32 products, a half result with an f32 bias, an addend or of the
+  // other half type, a bias of the wrong length, no terms.
   CHECK(!cuda::make_matmul_kernel(request(DType::F32, ir::Shape{{8, 16}}, n, DType::F32, false))
              .ok());
   CHECK(!cuda::make_matmul_kernel(request(DType::BF16, ir::Shape{{8, 16}}, n, DType::BF16, false))
+             .ok());
+  CHECK(!cuda::make_matmul_kernel(request(DType::BF16, ir::Shape{{8, 16}}, n, DType::BF16, true))
+             .ok());
+  CHECK(!cuda::make_matmul_kernel(request(DType::F16, ir::Shape{{8, 16}}, n, DType::BF16, false))
              .ok());
   CHECK(!cuda::make_matmul_kernel(
              request(DType::BF16, ir::Shape{{8, 16}}, ir::Shape{{16}}, DType::F32, false))
@@ -297,4 +329,70 @@ TEST_CASE("the epilogue's f32 sum matches a double reference", "[cuda][matmul][g
     INFO("deterministic " << deterministic);
     CHECK(bad == 0);
   }
+}
+
+TEST_CASE("the bf16 epilogue rounds x w + bf16(b) once", "[cuda][matmul][gpu]") {
+  if (std::string why = gpu_missing(); !why.empty()) SG_SKIP_TEST(why);
+  // GPT-2's qkv shape at a smaller batch: x [4, 256, 768] @ w [768, 2304].
+  const int64_t B = 4, T = 256, K = 768, N = 2304, M = B * T;
+  ir::Module module;
+  ir::Function& fn = new_function(module, "qkv");
+  ir::Builder b(fn);
+  NodeId a = b.input("a", {DType::BF16, ir::Shape{{B, T, K}}});
+  NodeId w = b.input("w", {DType::BF16, ir::Shape{{K, N}}});
+  NodeId bias = b.input("bias", {DType::F32, ir::Shape{{N}}});
+  NodeId product = b.must(Op::Cast, {b.must(Op::MatMul, {a, w})}, cast_to(DType::F32));
+  NodeId sum = b.must(Op::Add, {product, bias});
+  fn.outputs.push_back({"y", b.must(Op::Cast, {sum}, cast_to(DType::BF16))});
+
+  std::mt19937 rng(12);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto bf16_bits = [&](float v) { return __nv_bfloat16_raw(__float2bfloat16_rn(v)).x; };
+  std::vector<uint16_t> ha(size_t(M * K)), hw(size_t(K * N));
+  for (uint16_t& v : ha) v = bf16_bits(normal(rng));
+  for (uint16_t& v : hw) v = bf16_bits(0.05f * normal(rng));
+  std::vector<float> hbias(static_cast<size_t>(N));
+  for (float& v : hbias) v = normal(rng);
+
+  Gpu gpu;
+  auto program = cuda::Program::compile(module, "qkv", gpu.ctx);
+  INFO(program.error());
+  REQUIRE(program.ok());
+  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
+  std::string kernels;
+  for (const auto& s : report["steps"]) kernels += s["kernel"].get<std::string>() + "\n";
+  INFO(kernels);
+  CHECK(kernels.find("+bias") != std::string::npos);  // cuBLASLt took it on this GPU
+
+  void* da = upload(ha.data(), ha.size() * 2);
+  void* dw = upload(hw.data(), hw.size() * 2);
+  void* dbias = upload(hbias.data(), hbias.size() * 4);
+  void* dy = nullptr;
+  REQUIRE(cudaMalloc(&dy, size_t(M * N) * 2) == cudaSuccess);
+  std::vector<const void*> inputs{da, dw, dbias};
+  std::vector<void*> outputs{dy};
+  for (int run = 0; run < 2; ++run) {  // eager, then the captured graph
+    REQUIRE((*program)->run(inputs, outputs, gpu.stream) == "");
+    REQUIRE(cudaStreamSynchronize(gpu.stream) == cudaSuccess);
+  }
+  std::vector<uint16_t> hy(size_t(M * N));
+  REQUIRE(cudaMemcpy(hy.data(), dy, hy.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (void* p : {da, dw, dbias, dy}) cudaFree(p);
+
+  // Against x w + bf16(b) in double: within the f32 sum's bound plus one
+  // bf16 rounding (2^-8 relative) of the result.
+  int64_t bad = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double ref = double(bf16_value(bf16_bits(hbias[size_t(j)]))), scale = std::abs(ref);
+      for (int64_t k = 0; k < K; ++k) {
+        double term =
+            double(bf16_value(ha[size_t(i * K + k)])) * double(bf16_value(hw[size_t(k * N + j)]));
+        ref += term;
+        scale = std::max(scale, std::abs(term));
+      }
+      double got = double(bf16_value(hy[size_t(i * N + j)]));
+      if (std::abs(got - ref) > 1e-5 * double(K + 1) * scale + std::ldexp(std::abs(ref), -8)) ++bad;
+    }
+  CHECK(bad == 0);
 }
