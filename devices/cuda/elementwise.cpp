@@ -87,13 +87,39 @@ std::string group_label(const ElementwiseGroup& g) {
     ops += (ops.empty() ? "" : ",") + std::string(ir::info(n.op).ir_name);
   if (ops.size() > 60) ops = ops.substr(0, 48) + "...(" + std::to_string(g.nodes.size()) + " ops)";
   std::string label = g.nodes.size() == 1 ? ops : "fused[" + ops + "]";
-  return label + "<" + std::string(ir::ir_name(g.output.dtype)) + "> " + g.output.to_string();
+  label += "<" + std::string(ir::ir_name(g.output.dtype)) + "> " + g.output.to_string();
+  if (!g.stores.empty()) label += " +" + std::to_string(g.stores.size()) + " stored";
+  return label;
+}
+
+// The name of the kernel's pointer to the group's result (0) or to its
+// stored node k - 1 (1...).
+std::string out_name(size_t k) {
+  return k == 0 ? "out" : "out" + std::to_string(k);
+}
+
+// The dtype the kernel writes through out_name(k).
+ir::DType out_dtype(const ElementwiseGroup& g, size_t k) {
+  return k == 0 ? g.output.dtype : g.nodes[size_t(g.stores[k - 1])].dtype;
+}
+
+// The register holding what out_name(k) receives.
+std::string out_value(const ElementwiseGroup& g, size_t k) {
+  return "v" + std::to_string(k == 0 ? g.nodes.size() - 1 : size_t(g.stores[k - 1]));
+}
+
+// Where element `index` of each result goes: out[index], out1[index]...
+std::vector<std::string> results_at(const ElementwiseGroup& g, const std::string& index) {
+  std::vector<std::string> at;
+  for (size_t k = 0; k <= g.stores.size(); ++k) at.push_back(out_name(k) + "[" + index + "]");
+  return at;
 }
 
 // The loop body of a group's kernel: load each external from its element
-// expression, compute every node, store the last into `out`.
+// expression, compute every node, store the last at `results[0]` and the
+// stored nodes at the others.
 std::string body(const ElementwiseGroup& g, const std::vector<std::string>& elements,
-                 const std::string& out, const std::string& indent = "    ") {
+                 const std::vector<std::string>& results, const std::string& indent = "    ") {
   std::string s;
   for (size_t k = 0; k < g.externals.size(); ++k)
     s += indent + "const " + value_type(g.externals[k].dtype) + " x" + std::to_string(k) + " = " +
@@ -109,8 +135,8 @@ std::string body(const ElementwiseGroup& g, const std::vector<std::string>& elem
     if (!e) return "#error " + std::string(ir::info(node.op).ir_name) + ": " + e.error() + "\n";
     s += indent + "const " + value_type(node.dtype) + " v" + std::to_string(j) + " = " + *e + ";\n";
   }
-  s += indent + out + " = " + store(g.output.dtype, "v" + std::to_string(g.nodes.size() - 1)) +
-       ";\n";
+  for (size_t k = 0; k <= g.stores.size(); ++k)
+    s += indent + results[k] + " = " + store(out_dtype(g, k), out_value(g, k)) + ";\n";
   return s;
 }
 
@@ -131,7 +157,9 @@ std::string kernel_head(const ElementwiseGroup& g, const std::string& name) {
   for (size_t k = 0; k < g.externals.size(); ++k)
     s += std::string("const ") + storage_type(g.externals[k].dtype) + "* __restrict__ in" +
          std::to_string(k) + ", ";
-  return s + storage_type(g.output.dtype) + "* __restrict__ out, long long n) {\n";
+  for (size_t k = 0; k <= g.stores.size(); ++k)
+    s += std::string(storage_type(out_dtype(g, k))) + "* __restrict__ " + out_name(k) + ", ";
+  return s + "long long n) {\n";
 }
 
 // The coordinates c0... of the walk at element `i`, for offsets that use them.
@@ -162,7 +190,7 @@ std::string scalar_source(const ElementwiseGroup& g, const Walk& w, const std::s
   std::vector<std::string> offsets;
   for (size_t k = 0; k < g.externals.size(); ++k) offsets.push_back(offset(w, k));
   s += coordinates(w, offsets, idx);
-  s += body(g, elements_at(offsets), "out[i]");
+  s += body(g, elements_at(offsets), results_at(g, "i"));
   return s + "  }\n}\n";
 }
 
@@ -172,6 +200,8 @@ std::string scalar_source(const ElementwiseGroup& g, const Walk& w, const std::s
 int vector_width(const ElementwiseGroup& g, const Walk& w) {
   if (w.dims.empty()) return 1;
   size_t narrowest = ir::size_bytes(g.output.dtype);
+  for (size_t k = 1; k <= g.stores.size(); ++k)
+    narrowest = std::min(narrowest, ir::size_bytes(out_dtype(g, k)));
   for (size_t k = 0; k < g.externals.size(); ++k)
     if (w.strides[k].back() == 1)
       narrowest = std::min(narrowest, ir::size_bytes(g.externals[k].dtype));
@@ -214,11 +244,20 @@ std::string vector_source(const ElementwiseGroup& g, const Walk& w, int v,
       elements.push_back(in + "[(" + offsets[k] + ") + j * " + std::to_string(st.back()) + "]");
     }
   }
-  std::string out_type = storage_type(g.output.dtype);
-  s += "    " + out_type + " o[" + vs + "];\n";
+  // The vectors o (the result), o1... (the stored nodes) fill in registers.
+  std::vector<std::string> registers, results;
+  for (size_t k = 0; k <= g.stores.size(); ++k) {
+    registers.push_back(k == 0 ? "o" : "o" + std::to_string(k));
+    results.push_back(registers.back() + "[j]");
+    s += "    " + std::string(storage_type(out_dtype(g, k))) + " " + registers.back() + "[" + vs +
+         "];\n";
+  }
   s += "#pragma unroll\n    for (int j = 0; j < " + vs + "; ++j) {\n";
-  s += body(g, elements, "o[j]", "      ");
-  s += "    }\n    sg_store_vec<" + out_type + ", " + vs + ">(out + i, o);\n";
+  s += body(g, elements, results, "      ");
+  s += "    }\n";
+  for (size_t k = 0; k <= g.stores.size(); ++k)
+    s += "    sg_store_vec<" + std::string(storage_type(out_dtype(g, k))) + ", " + vs + ">(" +
+         out_name(k) + " + i, " + registers[k] + ");\n";
   return s + "  }\n}\n";
 }
 
@@ -233,23 +272,25 @@ unsigned grid_for(long long threads, const Context& context) {
 }
 
 std::string launch_generated(const GeneratedKernel& kernel, unsigned blocks, const LaunchArgs& a,
-                             size_t operands, long long n) {
+                             size_t operands, size_t stores, long long n) {
   if (!kernel.function) return "the generated kernel " + kernel.name + " was not loaded";
   std::vector<const void*> pointers(a.inputs, a.inputs + operands);
-  void* out = a.output;
+  std::vector<void*> outs{a.output};
+  outs.insert(outs.end(), a.stores, a.stores + stores);
   long long count = n;
   std::vector<void*> args;
   for (const void*& p : pointers) args.push_back(&p);
-  args.push_back(&out);
+  for (void*& p : outs) args.push_back(&p);
   args.push_back(&count);
   return cuda_error(cudaLaunchKernel(reinterpret_cast<const void*>(kernel.function), dim3(blocks),
                                      dim3(kBlock), args.data(), 0, a.stream),
                     "cudaLaunchKernel");
 }
 
-bool all_aligned(const LaunchArgs& a, size_t operands, uintptr_t bytes) {
+bool all_aligned(const LaunchArgs& a, size_t operands, size_t stores, uintptr_t bytes) {
   uintptr_t bits = reinterpret_cast<uintptr_t>(a.output);
   for (size_t k = 0; k < operands; ++k) bits |= reinterpret_cast<uintptr_t>(a.inputs[k]);
+  for (size_t k = 0; k < stores; ++k) bits |= reinterpret_cast<uintptr_t>(a.stores[k]);
   return bits % bytes == 0;
 }
 
@@ -293,6 +334,8 @@ KernelResult make_group_kernel(const ElementwiseGroup& g, Context& context) {
                                    std::string(ir::info(node.op).ir_name) + "' to " +
                                    std::string(ir::ir_name(node.dtype)) + ": " + e.error());
   }
+  if (has_views(g) && !g.stores.empty())
+    return KernelResult::failure("a fused group with views writes its result alone");
   int v = 1;
   if (has_views(g)) {
     ir::Result<ViewPlan> plan = plan_views(g);
@@ -311,13 +354,13 @@ KernelResult make_group_kernel(const ElementwiseGroup& g, Context& context) {
   std::shared_ptr<GeneratedKernel> vector =
       v > 1 ? context.nvrtc->add(vector_name(name), "") : nullptr;
   const unsigned blocks = grid_for(n, context), vector_blocks = grid_for(n / v, context);
-  const size_t operands = g.externals.size();
-  LaunchFn launch = [scalar, vector, n, blocks, vector_blocks,
-                     operands](const LaunchArgs& a) -> std::string {
+  const size_t operands = g.externals.size(), stores = g.stores.size();
+  LaunchFn launch = [scalar, vector, n, blocks, vector_blocks, operands,
+                     stores](const LaunchArgs& a) -> std::string {
     if (n == 0) return {};
-    if (vector && all_aligned(a, operands, 16))
-      return launch_generated(*vector, vector_blocks, a, operands, n);
-    return launch_generated(*scalar, blocks, a, operands, n);
+    if (vector && all_aligned(a, operands, stores, 16))
+      return launch_generated(*vector, vector_blocks, a, operands, stores, n);
+    return launch_generated(*scalar, blocks, a, operands, stores, n);
   };
   return kernel_of(std::move(launch), group_label(g) + " " + name);
 }
@@ -336,10 +379,13 @@ KernelResult make_elementwise_kernel(const KernelRequest& r) {
 
 namespace {
 
-// Each entry of a multi-group launch's table: the member's externals and
-// output pointers, its element count and its first block.
+// Each entry of a multi-group launch's table: the member's externals',
+// result's and stored nodes' pointers, its element count and its first block.
+size_t entry_pointers(const ElementwiseGroup& g) {
+  return g.externals.size() + 1 + g.stores.size();
+}
 size_t entry_bytes(const ElementwiseGroup& g) {
-  return (g.externals.size() + 1) * sizeof(void*) + 2 * sizeof(long long);
+  return entry_pointers(g) * sizeof(void*) + 2 * sizeof(long long);
 }
 
 std::vector<std::string> shape_free_offsets(const ElementwiseGroup& g) {
@@ -362,7 +408,7 @@ bool shape_free(const ElementwiseGroup& g) {
 }
 
 std::string shape_free_key(const ElementwiseGroup& g) {
-  std::string key = body(g, elements_at(shape_free_offsets(g)), "out[i]");
+  std::string key = body(g, elements_at(shape_free_offsets(g)), results_at(g, "i"));
   for (const ir::TensorType& e : g.externals) key += std::string(ir::ir_name(e.dtype)) + ",";
   return key + std::string(ir::ir_name(g.output.dtype));
 }
@@ -377,7 +423,9 @@ std::string multi_group_source(const ElementwiseGroup& g, size_t members, const 
   for (size_t k = 0; k < g.externals.size(); ++k)
     s += std::string(" const ") + storage_type(g.externals[k].dtype) + "* in" + std::to_string(k) +
          ";";
-  s += std::string(" ") + storage_type(g.output.dtype) + "* out; long long n, first_block; };\n";
+  for (size_t k = 0; k <= g.stores.size(); ++k)
+    s += std::string(" ") + storage_type(out_dtype(g, k)) + "* " + out_name(k) + ";";
+  s += " long long n, first_block; };\n";
   s += "struct " + name + "_table { " + name + "_entry e[" + m + "]; };\n";
   s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") " + name +
        "(const " + name + "_table t) {\n";
@@ -392,10 +440,12 @@ std::string multi_group_source(const ElementwiseGroup& g, size_t members, const 
   for (size_t k = 0; k < g.externals.size(); ++k)
     s += std::string("  const ") + storage_type(g.externals[k].dtype) + "* __restrict__ in" +
          std::to_string(k) + " = t.e[lo].in" + std::to_string(k) + ";\n";
-  s += std::string("  ") + storage_type(g.output.dtype) + "* __restrict__ out = t.e[lo].out;\n";
+  for (size_t k = 0; k <= g.stores.size(); ++k)
+    s += std::string("  ") + storage_type(out_dtype(g, k)) + "* __restrict__ " + out_name(k) +
+         " = t.e[lo]." + out_name(k) + ";\n";
   s += "  for (long long i = ((long long)blockIdx.x - first) * blockDim.x + threadIdx.x; i < n;\n";
   s += "       i += blocks * blockDim.x) {\n";
-  s += body(g, elements_at(shape_free_offsets(g)), "out[i]");
+  s += body(g, elements_at(shape_free_offsets(g)), results_at(g, "i"));
   s += "  }\n}\n";
   return s;
 }
@@ -427,7 +477,7 @@ KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups
     first_blocks.push_back(blocks);
     blocks += std::max(1LL, std::min(cap, (n + kBlock - 1) / kBlock));
   }
-  const size_t pointers = g.externals.size() + 1, entry = entry_bytes(g);
+  const size_t pointers = entry_pointers(g), entry = entry_bytes(g);
   LaunchFn launch = [kernel, counts, first_blocks, blocks, pointers,
                      entry](const LaunchArgs& a) -> std::string {
     if (!kernel->function) return "the generated kernel " + kernel->name + " was not loaded";

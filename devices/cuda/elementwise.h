@@ -31,6 +31,11 @@ struct ElementwiseGroup {
   std::vector<ir::TensorType> externals;
   ir::TensorType output;
   std::vector<ir::Shape> shapes;  // per node; empty: all the output's shape
+  // Nodes (not the last) whose values the kernel also writes, each to its
+  // own buffer (LaunchArgs::stores, in this order) in its own dtype: a
+  // value read later from memory, or a function output, computed inside its
+  // reader's kernel (fusion.h). Only in groups without views.
+  std::vector<int> stores;
 };
 
 // Whether the group holds a view (and then is compiled by elementwise_views.h).
@@ -56,8 +61,8 @@ size_t multi_group_capacity(const ElementwiseGroup& group);
 std::string multi_group_source(const ElementwiseGroup& group, size_t members,
                                const std::string& name);
 // One launch of `groups` (shape-free, one key, at most the capacity). Its
-// LaunchArgs::inputs hold, group after group, the group's externals and then
-// its output; LaunchArgs::output is unused.
+// LaunchArgs::inputs hold, group after group, the group's externals, then
+// its output and its stored nodes' buffers; LaunchArgs::output is unused.
 KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups, Context& context);
 
 }  // namespace sexpgpu::cuda

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "elementwise_views.h"
 #include "geometry.h"
@@ -60,6 +61,107 @@ bool worth_recomputing(const Lowered& lowered, size_t node, size_t groups) {
   for (NodeId in : lowered.nodes[node].inputs)
     if (lowered.nodes[size_t(in)].type.shape.numel().value_or(2) != 1) ++wide;
   return (int64_t(groups) - 1) * wide <= int64_t(groups) + 1;
+}
+
+// Whether a group computes every member at its result's shape, without
+// views: a member's value is then element i of a tensor of that shape.
+bool uniform(const Lowered& lowered, const std::vector<NodeId>& members) {
+  const ir::Shape& shape = lowered.nodes[size_t(members.back())].type.shape;
+  return std::all_of(members.begin(), members.end(), [&](NodeId id) {
+    const cpu::LoweredNode& n = lowered.nodes[size_t(id)];
+    return !is_view(n.op) && n.type.shape == shape;
+  });
+}
+
+// Walking the groups in program order, group X, whose result x is read by
+// groups and other steps, joins the earliest group Y reading x when both
+// are uniform at x's shape and every other reader of x runs after Y: Y's
+// kernel then computes x and writes it (stored) as well as its own result.
+// It reads X's operands instead of x, once, and X's kernel is gone; x's
+// later readers read it from memory as before. Running X's work at Y's
+// place is safe: X's operands are all computed before x.
+void store_in_readers(const Lowered& lowered, const std::vector<bool>& live, GroupPlan& p) {
+  size_t count = lowered.nodes.size();
+  std::vector<std::vector<size_t>> readers(count);
+  for (size_t i = 0; i < count; ++i)
+    if (live[i])
+      for (NodeId in : lowered.nodes[i].inputs) readers[size_t(in)].push_back(i);
+  std::map<int, int> joined;  // group -> the group it joined
+  auto find = [&](int g) {
+    for (auto it = joined.find(g); it != joined.end(); it = joined.find(g)) g = it->second;
+    return g;
+  };
+  auto last = [&](int g) { return size_t(p.members.at(g).back()); };
+  // The groups computing node r (none: r has a step of its own).
+  auto groups_of = [&](size_t r) {
+    std::vector<int> gs;
+    auto add = [&](int g) {
+      g = find(g);
+      if (std::find(gs.begin(), gs.end(), g) == gs.end()) gs.push_back(g);
+    };
+    if (p.fusion.group[r] >= 0) add(p.fusion.group[r]);
+    for (int g : p.fusion.recomputed_in[r]) add(g);
+    return gs;
+  };
+  std::vector<int> order;
+  for (const auto& [g, members] : p.members) order.push_back(g);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return last(a) < last(b); });
+  std::set<int> grown;  // groups that others joined
+  for (int x_group : order) {
+    const std::vector<NodeId>& xs = p.members.at(x_group);
+    size_t x = last(x_group);
+    bool own_kernel = xs.size() == 1 || p.fused.count(x_group) || grown.count(x_group);
+    if (!own_kernel || !uniform(lowered, xs)) continue;
+    int y = -1;
+    for (size_t r : readers[x])
+      for (int g : groups_of(r))
+        if (g != x_group && (y < 0 || last(g) < last(y))) y = g;
+    if (y < 0) continue;
+    const std::vector<NodeId>& ys = p.members.at(y);
+    bool usable = (ys.size() == 1 || p.fused.count(y) || grown.count(y)) && uniform(lowered, ys) &&
+                  lowered.nodes[last(y)].type.shape == lowered.nodes[x].type.shape;
+    for (size_t r : readers[x]) {
+      std::vector<int> gs = groups_of(r);
+      if (gs.empty()) usable = usable && r > last(y);
+      for (int g : gs) usable = usable && (g == y || last(g) > last(y));
+    }
+    if (!usable) continue;
+    std::vector<NodeId> merged = ys;
+    merged.insert(merged.end(), xs.begin(), xs.end());
+    std::sort(merged.begin(), merged.end());
+    merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+    p.members[y] = std::move(merged);
+    std::vector<NodeId>& stored = p.stored[y];
+    stored.push_back(NodeId(x));
+    if (auto it = p.stored.find(x_group); it != p.stored.end()) {
+      stored.insert(stored.end(), it->second.begin(), it->second.end());
+      p.stored.erase(it);
+    }
+    std::sort(stored.begin(), stored.end());
+    p.members.erase(x_group);
+    p.fused.erase(x_group);
+    joined[x_group] = y;
+    grown.insert(y);
+  }
+  if (grown.empty()) return;
+  for (size_t i = 0; i < count; ++i) {
+    if (p.fusion.group[i] >= 0) p.fusion.group[i] = find(p.fusion.group[i]);
+    std::vector<int>& in = p.fusion.recomputed_in[i];
+    for (int& g : in) g = find(g);
+    std::sort(in.begin(), in.end());
+    in.erase(std::unique(in.begin(), in.end()), in.end());
+  }
+  for (int g : grown) {
+    if (joined.count(g)) continue;  // itself joined a later group
+    const std::vector<NodeId>& members = p.members.at(g);
+    cpu::LoweredGroup built = cpu::build_group(lowered, members);
+    ElementwiseGroup fused{std::move(built.nodes), std::move(built.external_types),
+                           lowered.nodes[size_t(members.back())].type, {}, {}};
+    for (NodeId id : p.stored.at(g))
+      fused.stores.push_back(
+          int(std::find(members.begin(), members.end(), id) - members.begin()));
+    p.fused[g] = {std::move(fused), std::move(built.externals)};
+  }
 }
 
 }  // namespace
@@ -188,7 +290,10 @@ GroupPlan plan_groups(const Lowered& lowered, const std::vector<bool>& live,
           replan = true;
         }
     }
-    if (!replan) return p;
+    if (!replan) {
+      store_in_readers(lowered, live, p);
+      return p;
+    }
   }
 }
 
@@ -204,8 +309,12 @@ std::map<size_t, size_t> squares_to_sum_on_load(const Lowered& lowered,
   };
   auto in_memory = [&](size_t i) {
     int g = groups.fusion.group[i];
-    return !fused(i) ||
-           (groups.fusion.recomputed_in[i].empty() && groups.members.at(g).back() == NodeId(i));
+    if (!fused(i)) return true;
+    if (!groups.fusion.recomputed_in[i].empty()) return false;
+    auto stored = groups.stored.find(g);
+    return groups.members.at(g).back() == NodeId(i) ||
+           (stored != groups.stored.end() &&
+            std::count(stored->second.begin(), stored->second.end(), NodeId(i)));
   };
   size_t count = lowered.nodes.size();
   std::vector<int> reads(count, 0);

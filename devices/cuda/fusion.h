@@ -40,11 +40,17 @@ std::optional<ElementwiseGroup> fused_group(const cpu::Lowered& lowered,
                                             ir::NodeIds& externals);
 
 // The fusion plan, and each group of two or more nodes that can be one
-// kernel with its ElementwiseGroup and externals.
+// kernel with its ElementwiseGroup and externals. A group whose result is
+// read by a later group element for element (and otherwise only by steps
+// after that group's, or as a function output) is computed inside it, which
+// then writes that result too: its members, besides the last, that leave
+// the kernel are `stored` (an optimizer's new moments, read by the
+// parameter's update and returned; a gradient sum and its bf16 copy).
 struct GroupPlan {
   FusionPlan fusion;
   std::map<int, std::vector<ir::NodeId>> members;  // per group, in program order
   std::map<int, std::pair<ElementwiseGroup, ir::NodeIds>> fused;
+  std::map<int, std::vector<ir::NodeId>> stored;  // per group, in program order
 };
 
 GroupPlan plan_groups(const cpu::Lowered& lowered, const std::vector<bool>& live,

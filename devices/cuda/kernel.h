@@ -34,6 +34,8 @@ struct LaunchArgs {
   // A buffer shared with one other step (Kernel::link_bytes): the earlier
   // step writes it, the later one reads it; null when not linked.
   void* link = nullptr;
+  // A generated elementwise kernel's other results (ElementwiseGroup::stores).
+  void* const* stores = nullptr;
 };
 
 // Enqueues the kernel's work on args.stream and returns "" or what failed

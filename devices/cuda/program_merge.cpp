@@ -103,7 +103,7 @@ void CudaProgram::merge_sums_of_squares(const Lowered& lowered,
 // multi-tensor launch at the first member's place. A step joins only when
 // everything it reads is ready there (written by a step that runs earlier,
 // possibly itself moved up with its own class, or an input or constant);
-// its output is the caller's buffer, outside the arena, or a hoisted step's
+// its output (and any stored node) is the caller's buffer, outside the arena, or a hoisted step's
 // buffer, which lives from the first step: computing it earlier disturbs no
 // other buffer's life. (Hoisted steps: the weights' casts to bf16.)
 std::string CudaProgram::merge_multi_tensor() {
@@ -117,9 +117,11 @@ std::string CudaProgram::merge_multi_tensor() {
   std::vector<int64_t> class_of(steps_.size(), -1);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
-    if (!s.group || !shape_free(*s.group) || (s.output.kind != Slot::Output && !s.hoisted) ||
-        s.kernel.scratch_bytes > 0)
-      continue;
+    bool outputs_only =
+        std::all_of(s.stores.begin(), s.stores.end(),
+                    [](const Slot& out) { return out.kind == Slot::Output; }) &&
+        (s.output.kind == Slot::Output || (s.hoisted && s.stores.empty()));
+    if (!s.group || !shape_free(*s.group) || !outputs_only || s.kernel.scratch_bytes > 0) continue;
     std::string key = shape_free_key(*s.group);
     auto it = open.find(key);
     if (it != open.end()) {
@@ -159,9 +161,12 @@ std::string CudaProgram::merge_multi_tensor() {
       groups.push_back(*member.group);
       step.inputs.insert(step.inputs.end(), member.inputs.begin(), member.inputs.end());
       step.inputs.push_back(member.output);
+      step.inputs.insert(step.inputs.end(), member.stores.begin(), member.stores.end());
       step.input_types.insert(step.input_types.end(), member.input_types.begin(),
                               member.input_types.end());
       step.input_types.push_back(member.type);
+      step.input_types.insert(step.input_types.end(), member.store_types.begin(),
+                              member.store_types.end());
       step.members.insert(step.members.end(), member.members.begin(), member.members.end());
       step.bytes += member.bytes;
     }

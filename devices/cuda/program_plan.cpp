@@ -138,6 +138,11 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   // groups (or the sum) whose kernels compute it; empty: its own step.
   std::vector<std::vector<NodeId>> computed_at(count);
   std::map<size_t, std::pair<Kernel, ir::NodeIds>> fused_at;  // last node -> (kernel, externals)
+  // Per node a group's kernel also writes (GroupPlan::stored), that group's
+  // last node; -1 elsewhere. Its value has a buffer and no step.
+  std::vector<NodeId> stored_by(count, -1);
+  for (const auto& [group, stored] : grouping.stored)
+    for (NodeId id : stored) stored_by[size_t(id)] = groups[group].back();
   for (auto& [group, fused] : grouping.fused) {
     const std::vector<NodeId>& members = groups[group];
     KernelResult k = make_group_kernel(fused.first, ctx_);
@@ -147,7 +152,8 @@ std::string CudaProgram::plan(const Lowered& lowered) {
              ": " + k.error();
     group_of_last[size_t(members.back())] = std::move(fused.first);
     for (NodeId id : members)
-      if (id != members.back()) computed_at[size_t(id)].push_back(members.back());
+      if (id != members.back() && stored_by[size_t(id)] < 0)
+        computed_at[size_t(id)].push_back(members.back());
     fused_at[size_t(members.back())] = {std::move(k).value(), std::move(fused.second)};
   }
   std::map<size_t, size_t> summed_square =
@@ -176,7 +182,8 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   std::vector<size_t> order;
   for (size_t i = 0; i < count; ++i) {
     const LoweredNode& n = nodes[i];
-    hoisted[i] = live[i] && !placed[i] && computed_at[i].empty() && !fused_at.count(i) &&
+    hoisted[i] = live[i] && !placed[i] && computed_at[i].empty() && stored_by[i] < 0 &&
+                 !fused_at.count(i) &&
                  !summed_square.count(i) && ir::is_elementwise(n.op) && n.op != Op::StopGradient &&
                  !n.inputs.empty() && std::all_of(n.inputs.begin(), n.inputs.end(), [&](NodeId in) {
                    return slot[size_t(in)].kind == Slot::Input;
@@ -188,7 +195,9 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   for (size_t i : order) {
     root[i] = i;
     const LoweredNode& n = nodes[i];
-    if (!live[i] || n.op == Op::Input || n.op == Op::Param || !computed_at[i].empty()) continue;
+    if (!live[i] || n.op == Op::Input || n.op == Op::Param || !computed_at[i].empty() ||
+        stored_by[i] >= 0)
+      continue;
     if (auto fused = fused_at.find(i); fused != fused_at.end()) {
       step_of[i] = steps_.size();
       Step s{fused->second.first, {}, {}, {}, n.origin, n.op, {}};
@@ -252,6 +261,8 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     steps_.back().group = std::move(single);
     steps_.back().hoisted = hoisted[i];
   }
+  for (size_t i = 0; i < count; ++i)
+    if (stored_by[i] >= 0) step_of[i] = step_of[size_t(stored_by[i])];
   merge_sums_of_squares(lowered, sums_of_squares, slot, root, step_of, links);
   // Outputs not written by their own kernel (inputs, constants, aliases,
   // one node named twice) are copied at the end.
@@ -324,7 +335,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   for (size_t i = 0; i < count; ++i) {
     const LoweredNode& n = nodes[i];
     bool has_step = live[i] && root[i] == i && n.op != Op::Input && n.op != Op::Param &&
-                    slot[i].kind != Slot::Constant && computed_at[i].empty();
+                    slot[i].kind != Slot::Constant && computed_at[i].empty() && stored_by[i] < 0;
     if (!has_step) continue;
     Step& s = steps_[step_of[i]];
     if (s.pairs) {
@@ -341,6 +352,13 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     s.dtype = n.op == Op::MatMul ? nodes[size_t(n.inputs[0])].type.dtype : n.type.dtype;
     s.bytes = double(bytes_of(n.type));
     s.type = n.type;
+    if (fused_at.count(i))
+      if (auto stored = grouping.stored.find(group_id[i]); stored != grouping.stored.end())
+        for (NodeId id : stored->second) {
+          s.stores.push_back(slot[size_t(id)]);
+          s.store_types.push_back(nodes[size_t(id)].type);
+          s.bytes += double(bytes_of(nodes[size_t(id)].type));
+        }
     for (NodeId in : operands_of(i)) {
       s.inputs.push_back(slot[size_t(in)]);
       s.input_types.push_back(nodes[size_t(in)].type);

@@ -61,6 +61,9 @@ struct Step {
   // bf16), planned first: its result's buffer lives from the first step, so
   // it may join a multi-tensor launch there.
   bool hoisted = false;
+  // A fused group's stored nodes (ElementwiseGroup::stores), in order.
+  std::vector<Slot> stores;
+  std::vector<ir::TensorType> store_types;
 };
 
 // A sum of squares' step, its node and the operand it squares.

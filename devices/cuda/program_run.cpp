@@ -137,13 +137,17 @@ std::string CudaProgram::enqueue(std::span<const void* const> inputs,
     return nullptr;
   };
   std::vector<const void*> args;
+  std::vector<void*> stores;
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step& s = steps_[k];
     if (profile_)
       if (std::string e = profile_->mark(k, stream); !e.empty()) return e;
     args.clear();
     for (const Slot& in : s.inputs) args.push_back(address(in));
-    LaunchArgs launch{args.data(), address(s.output), address(s.scratch), stream, address(s.link)};
+    stores.clear();
+    for (const Slot& out : s.stores) stores.push_back(address(out));
+    LaunchArgs launch{args.data(),     address(s.output), address(s.scratch),
+                      stream,          address(s.link),   stores.data()};
     if (std::string e = s.kernel.launch(launch); !e.empty())
       return node_label(fn_, s.origin, s.op) + ": " + s.kernel.name + ": " + e;
     if (check_enabled())

@@ -320,3 +320,104 @@ TEST_CASE("kernels with a bf16 result take tanh from tanh.approx, others from ta
   INFO(e);
   CHECK(e.empty());
 }
+
+TEST_CASE("a group whose result a later group reads is computed and stored by that group",
+          "[cuda][codegen]") {
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = plan_context(cache);
+  // An optimizer's step: m' = m*b + g*b and v' = v*b + square(g)*b are
+  // function outputs, and p' = p - m' / sqrt(v') reads both. Without
+  // stores, three kernels; with them, one writing p', m' and v'.
+  ir::TensorType t{DType::F32, ir::Shape{{4, 8}}}, scalar{DType::F32, ir::Shape{}};
+  cpu::Lowered lowered;
+  auto add_node = [&](Op op, ir::NodeIds inputs, const ir::TensorType& type) {
+    lowered.nodes.push_back(cpu::LoweredNode{op, inputs, type, {}, -1, {}});
+    return ir::NodeId(lowered.nodes.size() - 1);
+  };
+  ir::NodeId g = add_node(Op::Input, {}, t), p = add_node(Op::Input, {}, t);
+  ir::NodeId m = add_node(Op::Input, {}, t), v = add_node(Op::Input, {}, t);
+  ir::NodeId b = add_node(Op::Input, {}, scalar);
+  ir::NodeId m1 = add_node(Op::Mul, {m, b}, t), m2 = add_node(Op::Mul, {g, b}, t);
+  ir::NodeId m_out = add_node(Op::Add, {m1, m2}, t);
+  ir::NodeId sq = add_node(Op::Square, {g}, t);
+  ir::NodeId v1 = add_node(Op::Mul, {v, b}, t), v2 = add_node(Op::Mul, {sq, b}, t);
+  ir::NodeId v_out = add_node(Op::Add, {v1, v2}, t);
+  ir::NodeId root = add_node(Op::Sqrt, {v_out}, t);
+  ir::NodeId step = add_node(Op::Div, {m_out, root}, t);
+  ir::NodeId p_out = add_node(Op::Sub, {p, step}, t);
+  size_t count = lowered.nodes.size();
+  std::vector<bool> live(count, true), is_output(count, false);
+  is_output[size_t(m_out)] = is_output[size_t(v_out)] = is_output[size_t(p_out)] = true;
+
+  cuda::GroupPlan plan = cuda::plan_groups(lowered, live, is_output);
+  int group = plan.fusion.group[size_t(p_out)];
+  CHECK(plan.fusion.group[size_t(m_out)] == group);
+  CHECK(plan.fusion.group[size_t(v_out)] == group);
+  CHECK(plan.members.size() == 1);
+  REQUIRE(plan.stored.count(group));
+  CHECK(plan.stored[group] == std::vector<ir::NodeId>{m_out, v_out});
+  REQUIRE(plan.fused.count(group));
+  const cuda::ElementwiseGroup& fused = plan.fused.at(group).first;
+  REQUIRE(fused.stores.size() == 2);
+  CHECK(plan.members[group][size_t(fused.stores[0])] == m_out);
+  CHECK(plan.members[group][size_t(fused.stores[1])] == v_out);
+  const ir::NodeIds& externals = plan.fused.at(group).second;
+  CHECK(std::find(externals.begin(), externals.end(), m_out) == externals.end());
+  CHECK(std::find(externals.begin(), externals.end(), v_out) == externals.end());
+
+  // Its kernel writes all three, element by element and as vectors; the
+  // multi-tensor form of a parameter list's updates too.
+  std::string source = cuda::group_source(fused, "stores");
+  CHECK(source.find("out1[i] = v") != std::string::npos);
+  CHECK(source.find("out2[i] = v") != std::string::npos);
+  CHECK(source.find("sg_store_vec<float, 4>(out2 + i, o2)") != std::string::npos);
+  REQUIRE(cuda::shape_free(fused));
+  cuda::ElementwiseGroup other = fused;
+  ir::TensorType wide{DType::F32, ir::Shape{{768, 2304}}};
+  other.output = wide;
+  for (ir::TensorType& e : other.externals)
+    if (e.shape == t.shape) e = wide;
+  CHECK(cuda::shape_free_key(other) == cuda::shape_free_key(fused));
+  CHECK(cuda::multi_group_source(fused, 2, "mt").find("float* out2;") != std::string::npos);
+  REQUIRE(cuda::make_group_kernel(fused, ctx));
+  REQUIRE(cuda::make_multi_group_kernel({fused, other}, ctx));
+  std::string e = cache.build(false);
+  INFO(e);
+  CHECK(e.empty());
+}
+
+TEST_CASE("a group whose result is read before its reading group's kernel keeps its own",
+          "[cuda][codegen]") {
+  // x = a + b is read by the group of y = x * a and, earlier, by a sum:
+  // y's kernel runs after the sum, too late to write x for it.
+  ir::TensorType t{DType::F32, ir::Shape{{4, 8}}}, scalar{DType::F32, ir::Shape{}};
+  cpu::Lowered lowered;
+  auto add_node = [&](Op op, ir::NodeIds inputs, const ir::TensorType& type) {
+    lowered.nodes.push_back(cpu::LoweredNode{op, inputs, type, {}, -1, {}});
+    return ir::NodeId(lowered.nodes.size() - 1);
+  };
+  ir::NodeId a = add_node(Op::Input, {}, t), b = add_node(Op::Input, {}, t);
+  ir::NodeId x = add_node(Op::Add, {a, b}, t);
+  ir::NodeId total = add_node(Op::Sum, {x}, scalar);
+  ir::NodeId scaled = add_node(Op::Mul, {a, total}, t);
+  ir::NodeId y = add_node(Op::Mul, {x, scaled}, t);
+  size_t count = lowered.nodes.size();
+  std::vector<bool> live(count, true), is_output(count, false);
+  is_output[size_t(y)] = is_output[size_t(total)] = true;
+  cuda::GroupPlan plan = cuda::plan_groups(lowered, live, is_output);
+  CHECK(plan.stored.empty());
+  CHECK(plan.fusion.group[size_t(x)] != plan.fusion.group[size_t(y)]);
+
+  // With the sum reading x after y, y's kernel stores x for it.
+  cpu::Lowered later;
+  for (ir::NodeId id : {a, b, x}) later.nodes.push_back(lowered.nodes[size_t(id)]);
+  later.nodes.push_back(cpu::LoweredNode{Op::Mul, {0, 0}, t, {}, -1, {}});  // 3: a * a
+  later.nodes.push_back(cpu::LoweredNode{Op::Mul, {2, 3}, t, {}, -1, {}});  // 4: y
+  later.nodes.push_back(cpu::LoweredNode{Op::Sum, {2}, scalar, {}, -1, {}});
+  std::vector<bool> later_live(6, true), later_output(6, false);
+  later_output[4] = later_output[5] = true;
+  cuda::GroupPlan stored = cuda::plan_groups(later, later_live, later_output);
+  int group = stored.fusion.group[4];
+  REQUIRE(stored.stored.count(group));
+  CHECK(stored.stored[group] == std::vector<ir::NodeId>{2});
+}
