@@ -33,6 +33,13 @@ using ir::Op;
 constexpr int kWarp = 32;
 constexpr int64_t kWarpCountLimit = 1024;  // sequences up to this long: a warp each
 constexpr int64_t kMinPerThread = 16;      // a chunk gives each thread at least this many
+// Column sums (a bias gradient: [16384, 768] -> [768]) have few tiles of
+// columns, so they split the rows finer and into two waves of blocks: a
+// thread's few rows load at once, where 16 rows a thread left each block
+// waiting on four round trips to memory (the H200 profile had them at a
+// third of the bandwidth).
+constexpr int64_t kMinPerColumnThread = 4;
+constexpr int64_t kColumnWaves = 2;
 constexpr int64_t kMaxSplits = 4096;
 constexpr int64_t kMaxGrid = 2147483647;  // gridDim.x
 // Columns narrower than this waste most of a 32-wide tile: gather them instead.
@@ -108,10 +115,11 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 // How many chunks `blocks` blocks of work should become so that the GPU
 // has about `target` blocks, each thread still reading kMinPerThread.
-int splits_for(int64_t blocks, int64_t target, int64_t count, int64_t threads_per_sequence) {
+int splits_for(int64_t blocks, int64_t target, int64_t count, int64_t threads_per_sequence,
+               int64_t min_per_thread = kMinPerThread) {
   if (blocks >= target) return 1;
   int64_t want = ceil_div(target, std::max<int64_t>(blocks, 1));
-  int64_t most = ceil_div(count, threads_per_sequence * kMinPerThread);
+  int64_t most = ceil_div(count, threads_per_sequence * min_per_thread);
   return int(std::clamp<int64_t>(std::min(want, most), 1, kMaxSplits));
 }
 
@@ -157,7 +165,8 @@ std::string plan(const std::vector<Run>& runs, int64_t target_blocks, ReducePara
     int64_t columns = p.vector_columns ? p.inner / vector : p.inner;  // per thread
     int64_t tiles = (p.outputs / p.inner) * ceil_div(columns, kReduceColumnTile);
     if (tiles > kMaxGrid) return "too many outputs for one grid";
-    p.splits = splits_for(tiles, target_blocks, p.count, kReduceBlock / kReduceColumnTile);
+    p.splits = splits_for(tiles, kColumnWaves * target_blocks, p.count,
+                          kReduceBlock / kReduceColumnTile, kMinPerColumnThread);
   } else {
     p.threads_per_output = p.count <= kWarpCountLimit ? kWarp : kReduceBlock;
     int64_t per_block = kReduceBlock / p.threads_per_output;
