@@ -398,6 +398,84 @@ std::vector<std::string> shape_free_offsets(const ElementwiseGroup& g) {
 // Kernel parameters may take 32764 bytes (CUDA 12.1 and later, Volta on).
 constexpr size_t kParameterBytes = 32000;
 
+// The multi-group vector kernel's width: 16 bytes of the narrowest tensor
+// it walks (at most 8 elements).
+int multi_group_vector_width(const ElementwiseGroup& g) {
+  size_t narrowest = 16;
+  for (size_t k = 0; k <= g.stores.size(); ++k)
+    narrowest = std::min(narrowest, ir::size_bytes(out_dtype(g, k)));
+  for (const ir::TensorType& e : g.externals)
+    if (e.shape.numel().value_or(0) != 1) narrowest = std::min(narrowest, ir::size_bytes(e.dtype));
+  return int(std::min<size_t>(8, 16 / narrowest));
+}
+
+// One kernel over a multi-group table: each block finds its member, then
+// walks it by vectors of v elements (v > 1) or one by one.
+std::string multi_group_kernel(const ElementwiseGroup& g, size_t members, const std::string& table,
+                               const std::string& name, int v) {
+  const std::string m = std::to_string(members);
+  std::string s = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) +
+                  ") " + name + "(const " + table + "_table t) {\n";
+  // The member whose block range holds this block: the last first_block
+  // at or below blockIdx.x.
+  s += "  int lo = 0, hi = " + m + " - 1;\n";
+  s += "  while (lo < hi) {\n    const int mid = (lo + hi + 1) / 2;\n";
+  s += "    if (t.e[mid].first_block <= (long long)blockIdx.x) lo = mid; else hi = mid - 1;\n  }\n";
+  s += "  const long long first = t.e[lo].first_block, n = t.e[lo].n;\n";
+  s += "  const long long blocks = (lo + 1 < " + m +
+       " ? t.e[lo + 1].first_block : (long long)gridDim.x) - first;\n";
+  for (size_t k = 0; k < g.externals.size(); ++k)
+    s += std::string("  const ") + storage_type(g.externals[k].dtype) + "* __restrict__ in" +
+         std::to_string(k) + " = t.e[lo].in" + std::to_string(k) + ";\n";
+  for (size_t k = 0; k <= g.stores.size(); ++k)
+    s += std::string("  ") + storage_type(out_dtype(g, k)) + "* __restrict__ " + out_name(k) +
+         " = t.e[lo]." + out_name(k) + ";\n";
+  const std::vector<std::string> offsets = shape_free_offsets(g);
+  std::string tail_start = "0";
+  if (v > 1) {
+    // Whole vectors of v elements (every pointer 16-byte aligned, checked
+    // at launch), then the member's last n % v elements one by one.
+    const std::string vs = std::to_string(v);
+    s += "  const long long vectors = n / " + vs + ";\n";
+    s += "  for (long long q = ((long long)blockIdx.x - first) * blockDim.x + threadIdx.x;\n";
+    s += "       q < vectors; q += blocks * blockDim.x) {\n";
+    s += "    const long long i = q * " + vs + ";\n";
+    std::vector<std::string> elements;
+    for (size_t k = 0; k < g.externals.size(); ++k) {
+      std::string in = "in" + std::to_string(k), x = "a" + std::to_string(k);
+      if (offsets[k] == "0") {
+        elements.push_back(in + "[0]");
+        continue;
+      }
+      std::string type = storage_type(g.externals[k].dtype);
+      s += "    " + type + " " + x + "[" + vs + "];\n";
+      s += "    sg_load_vec<" + type + ", " + vs + ">(" + in + " + i, " + x + ");\n";
+      elements.push_back(x + "[j]");
+    }
+    std::vector<std::string> registers, results;
+    for (size_t k = 0; k <= g.stores.size(); ++k) {
+      registers.push_back(k == 0 ? "o" : "o" + std::to_string(k));
+      results.push_back(registers.back() + "[j]");
+      s += "    " + std::string(storage_type(out_dtype(g, k))) + " " + registers.back() + "[" + vs +
+           "];\n";
+    }
+    s += "#pragma unroll\n    for (int j = 0; j < " + vs + "; ++j) {\n";
+    s += body(g, elements, results, "      ");
+    s += "    }\n";
+    for (size_t k = 0; k <= g.stores.size(); ++k)
+      s += "    sg_store_vec<" + std::string(storage_type(out_dtype(g, k))) + ", " + vs + ">(" +
+           out_name(k) + " + i, " + registers[k] + ");\n";
+    s += "  }\n";
+    tail_start = "vectors * " + vs;
+  }
+  s += "  for (long long i = " + tail_start +
+       " + ((long long)blockIdx.x - first) * blockDim.x + threadIdx.x; i < n;\n";
+  s += "       i += blocks * blockDim.x) {\n";
+  s += body(g, elements_at(offsets), results_at(g, "i"));
+  s += "  }\n}\n";
+  return s;
+}
+
 }  // namespace
 
 bool shape_free(const ElementwiseGroup& g) {
@@ -427,26 +505,9 @@ std::string multi_group_source(const ElementwiseGroup& g, size_t members, const 
     s += std::string(" ") + storage_type(out_dtype(g, k)) + "* " + out_name(k) + ";";
   s += " long long n, first_block; };\n";
   s += "struct " + name + "_table { " + name + "_entry e[" + m + "]; };\n";
-  s += "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kBlock) + ") " + name +
-       "(const " + name + "_table t) {\n";
-  // The member whose block range holds this block: the last first_block
-  // at or below blockIdx.x.
-  s += "  int lo = 0, hi = " + m + " - 1;\n";
-  s += "  while (lo < hi) {\n    const int mid = (lo + hi + 1) / 2;\n";
-  s += "    if (t.e[mid].first_block <= (long long)blockIdx.x) lo = mid; else hi = mid - 1;\n  }\n";
-  s += "  const long long first = t.e[lo].first_block, n = t.e[lo].n;\n";
-  s += "  const long long blocks = (lo + 1 < " + m +
-       " ? t.e[lo + 1].first_block : (long long)gridDim.x) - first;\n";
-  for (size_t k = 0; k < g.externals.size(); ++k)
-    s += std::string("  const ") + storage_type(g.externals[k].dtype) + "* __restrict__ in" +
-         std::to_string(k) + " = t.e[lo].in" + std::to_string(k) + ";\n";
-  for (size_t k = 0; k <= g.stores.size(); ++k)
-    s += std::string("  ") + storage_type(out_dtype(g, k)) + "* __restrict__ " + out_name(k) +
-         " = t.e[lo]." + out_name(k) + ";\n";
-  s += "  for (long long i = ((long long)blockIdx.x - first) * blockDim.x + threadIdx.x; i < n;\n";
-  s += "       i += blocks * blockDim.x) {\n";
-  s += body(g, elements_at(shape_free_offsets(g)), results_at(g, "i"));
-  s += "  }\n}\n";
+  s += multi_group_kernel(g, members, name, name, 1);
+  if (int v = multi_group_vector_width(g); v > 1)
+    s += multi_group_kernel(g, members, name, vector_name(name), v);
   return s;
 }
 
@@ -477,10 +538,23 @@ KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups
     first_blocks.push_back(blocks);
     blocks += std::max(1LL, std::min(cap, (n + kBlock - 1) / kBlock));
   }
+  // The vector kernel is in the scalar one's source; it runs when every
+  // pointer it reads vectors through is 16-byte aligned.
+  std::shared_ptr<GeneratedKernel> vector =
+      multi_group_vector_width(g) > 1 ? context.nvrtc->add(vector_name(name), "") : nullptr;
   const size_t pointers = entry_pointers(g), entry = entry_bytes(g);
-  LaunchFn launch = [kernel, counts, first_blocks, blocks, pointers,
+  std::vector<bool> walked(pointers, true);  // per pointer of an entry: read or written as vectors
+  for (size_t k = 0; k < g.externals.size(); ++k)
+    walked[k] = g.externals[k].shape.numel().value_or(0) != 1;
+  LaunchFn launch = [kernel, vector, walked, counts, first_blocks, blocks, pointers,
                      entry](const LaunchArgs& a) -> std::string {
-    if (!kernel->function) return "the generated kernel " + kernel->name + " was not loaded";
+    bool aligned = vector != nullptr;
+    for (size_t m = 0; m < counts.size() && aligned; ++m)
+      for (size_t k = 0; k < pointers; ++k)
+        if (walked[k] && reinterpret_cast<uintptr_t>(a.inputs[m * pointers + k]) % 16 != 0)
+          aligned = false;
+    const GeneratedKernel& chosen = aligned ? *vector : *kernel;
+    if (!chosen.function) return "the generated kernel " + chosen.name + " was not loaded";
     std::vector<unsigned char> table(entry * counts.size());
     for (size_t m = 0; m < counts.size(); ++m) {
       unsigned char* at = table.data() + m * entry;
@@ -490,7 +564,7 @@ KernelResult make_multi_group_kernel(const std::vector<ElementwiseGroup>& groups
                   sizeof(long long));
     }
     void* args[] = {table.data()};
-    return cuda_error(cudaLaunchKernel(reinterpret_cast<const void*>(kernel->function),
+    return cuda_error(cudaLaunchKernel(reinterpret_cast<const void*>(chosen.function),
                                        dim3(unsigned(blocks)), dim3(kBlock), args, 0, a.stream),
                       "cudaLaunchKernel");
   };

@@ -155,11 +155,13 @@ void store_in_readers(const Lowered& lowered, const std::vector<bool>& live, Gro
     if (joined.count(g)) continue;  // itself joined a later group
     const std::vector<NodeId>& members = p.members.at(g);
     cpu::LoweredGroup built = cpu::build_group(lowered, members);
-    ElementwiseGroup fused{std::move(built.nodes), std::move(built.external_types),
-                           lowered.nodes[size_t(members.back())].type, {}, {}};
+    ElementwiseGroup fused{std::move(built.nodes),
+                           std::move(built.external_types),
+                           lowered.nodes[size_t(members.back())].type,
+                           {},
+                           {}};
     for (NodeId id : p.stored.at(g))
-      fused.stores.push_back(
-          int(std::find(members.begin(), members.end(), id) - members.begin()));
+      fused.stores.push_back(int(std::find(members.begin(), members.end(), id) - members.begin()));
     p.fused[g] = {std::move(fused), std::move(built.externals)};
   }
 }

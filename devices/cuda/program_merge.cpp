@@ -117,10 +117,9 @@ std::string CudaProgram::merge_multi_tensor() {
   std::vector<int64_t> class_of(steps_.size(), -1);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
-    bool outputs_only =
-        std::all_of(s.stores.begin(), s.stores.end(),
-                    [](const Slot& out) { return out.kind == Slot::Output; }) &&
-        (s.output.kind == Slot::Output || (s.hoisted && s.stores.empty()));
+    bool outputs_only = std::all_of(s.stores.begin(), s.stores.end(),
+                                    [](const Slot& out) { return out.kind == Slot::Output; }) &&
+                        (s.output.kind == Slot::Output || (s.hoisted && s.stores.empty()));
     if (!s.group || !shape_free(*s.group) || !outputs_only || s.kernel.scratch_bytes > 0) continue;
     std::string key = shape_free_key(*s.group);
     auto it = open.find(key);

@@ -183,11 +183,10 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   for (size_t i = 0; i < count; ++i) {
     const LoweredNode& n = nodes[i];
     hoisted[i] = live[i] && !placed[i] && computed_at[i].empty() && stored_by[i] < 0 &&
-                 !fused_at.count(i) &&
-                 !summed_square.count(i) && ir::is_elementwise(n.op) && n.op != Op::StopGradient &&
-                 !n.inputs.empty() && std::all_of(n.inputs.begin(), n.inputs.end(), [&](NodeId in) {
-                   return slot[size_t(in)].kind == Slot::Input;
-                 });
+                 !fused_at.count(i) && !summed_square.count(i) && ir::is_elementwise(n.op) &&
+                 n.op != Op::StopGradient && !n.inputs.empty() &&
+                 std::all_of(n.inputs.begin(), n.inputs.end(),
+                             [&](NodeId in) { return slot[size_t(in)].kind == Slot::Input; });
     if (hoisted[i]) order.push_back(i);
   }
   for (size_t i = 0; i < count; ++i)

@@ -146,8 +146,8 @@ std::string CudaProgram::enqueue(std::span<const void* const> inputs,
     for (const Slot& in : s.inputs) args.push_back(address(in));
     stores.clear();
     for (const Slot& out : s.stores) stores.push_back(address(out));
-    LaunchArgs launch{args.data(),     address(s.output), address(s.scratch),
-                      stream,          address(s.link),   stores.data()};
+    LaunchArgs launch{args.data(), address(s.output), address(s.scratch),
+                      stream,      address(s.link),   stores.data()};
     if (std::string e = s.kernel.launch(launch); !e.empty())
       return node_label(fn_, s.origin, s.op) + ": " + s.kernel.name + ": " + e;
     if (check_enabled())

@@ -378,7 +378,12 @@ TEST_CASE("a group whose result a later group reads is computed and stored by th
   for (ir::TensorType& e : other.externals)
     if (e.shape == t.shape) e = wide;
   CHECK(cuda::shape_free_key(other) == cuda::shape_free_key(fused));
-  CHECK(cuda::multi_group_source(fused, 2, "mt").find("float* out2;") != std::string::npos);
+  std::string multi = cuda::multi_group_source(fused, 2, "mt");
+  CHECK(multi.find("float* out2;") != std::string::npos);
+  // Also a kernel over vectors of 4 floats, for when every pointer is aligned.
+  CHECK(multi.find("mt_v(const mt_table t)") != std::string::npos);
+  CHECK(multi.find("sg_load_vec<float, 4>(in") != std::string::npos);
+  CHECK(multi.find("sg_store_vec<float, 4>(out2 + i, o2)") != std::string::npos);
   REQUIRE(cuda::make_group_kernel(fused, ctx));
   REQUIRE(cuda::make_multi_group_kernel({fused, other}, ctx));
   std::string e = cache.build(false);
