@@ -105,6 +105,10 @@ struct KernelRequest {
   // attention, attention_grad: operands and result that are views of other
   // buffers (null: all dense). Other kernels are never given views.
   const NodeViews* views = nullptr;
+  // matmul a^T b of half matrices: also write the sums of b over its rows
+  // (a linear layer's bias gradient, beside its weight gradient), f32,
+  // through LaunchArgs::stores[0]. A kernel that cannot fails instead.
+  bool bias_gradient = false;
 };
 
 using KernelResult = ir::Result<Kernel>;

@@ -11,7 +11,8 @@
 // answers on scratch operands and keep the fastest, once per distinct
 // product in the process. A half product may add an f32 bias per column and
 // an f32 addend of the result's shape in cuBLASLt's epilogue
-// (matmul_epilogues.h): operands 2 and 3.
+// (matmul_epilogues.h): operands 2 and 3; a half weight gradient a^T b may
+// also write the column sums of b, its layer's bias gradient.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -106,6 +107,9 @@ cudaDataType_t data_type(DType d) {
 struct Epilogue {
   bool bias = false, addend = false;
   DType bias_dtype = DType::F32;  // the result's half type for a half result
+  // cuBLASLt's BGRADA: the sums over K of its A (our B), f32, into the bias
+  // pointer: a bias gradient (KernelRequest::bias_gradient).
+  bool bias_gradient = false;
 };
 
 // The cuBLASLt objects of one product, made at compile time (host-only
@@ -152,8 +156,8 @@ std::string describe(LtPlan& p, const Geometry& g, DType in, DType out, bool ta,
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
   SG_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
-  if (epilogue.bias) {
-    cublasLtEpilogue_t bias = CUBLASLT_EPILOGUE_BIAS;
+  if (epilogue.bias || epilogue.bias_gradient) {
+    cublasLtEpilogue_t bias = epilogue.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADA;
     cudaDataType_t bias_type = data_type(epilogue.bias_dtype);
     SG_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias, sizeof bias));
@@ -183,11 +187,12 @@ struct Extents {
 
 Extents extents(const Geometry& g, int32_t batch, Epilogue epilogue) {
   int64_t more = batch - 1, c = batch * g.M * g.N;
-  return {g.M * g.K + more * g.a_stride, g.K * g.N + more * g.b_stride, c, epilogue.bias ? g.N : 0,
-          epilogue.addend ? c : 0};
+  return {g.M * g.K + more * g.a_stride, g.K * g.N + more * g.b_stride, c,
+          epilogue.bias || epilogue.bias_gradient ? g.N : 0, epilogue.addend ? c : 0};
 }
 
-// The epilogue's operands of one call (null where the plan has none).
+// The epilogue's operands of one call (null where the plan has none); a
+// bias gradient's buffer is `bias`, which cuBLASLt then writes.
 struct Added {
   const void* bias = nullptr;
   const void* addend = nullptr;
@@ -199,7 +204,7 @@ cublasStatus_t multiply(const LtPlan& p, const Context& ctx, const cublasLtMatmu
   // The bias pointer lives in the descriptor, which every binding's launch
   // (and the timing) shares: set before each call. Host-side only, so it
   // is allowed inside graph capture.
-  if (p.epilogue.bias)
+  if (p.epilogue.bias || p.epilogue.bias_gradient)
     if (cublasStatus_t s = cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                           &added.bias, sizeof added.bias);
         s != CUBLAS_STATUS_SUCCESS)
@@ -396,7 +401,7 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
   // An epilogue cuBLASLt has no algorithm for is refused here, where the
   // GPU is at hand (asking is host-side), so that matmul_epilogues keeps
   // the plain product and its kernel after it.
-  if (epilogue.bias && !r.context.plan_only) {
+  if ((epilogue.bias || epilogue.bias_gradient) && !r.context.plan_only) {
     std::vector<cublasLtMatmulAlgo_t> algos;
     if (std::string e = heuristic(*plan, r.context, 1, algos); !e.empty())
       return no_kernel(r, "cuBLASLt: " + e);
@@ -406,7 +411,8 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
                      (batch > 1 ? " batch=" + std::to_string(batch) : "") +
                      (!one_call ? " calls=" + std::to_string(count) : "") + (ta ? " a^T" : "") +
                      (tb ? " b^T" : "") + (out != d ? " ->" + std::string(ir::ir_name(out)) : "") +
-                     (epilogue.bias ? " +bias" : "") + (epilogue.addend ? "+addend" : "");
+                     (epilogue.bias ? " +bias" : "") + (epilogue.addend ? "+addend" : "") +
+                     (epilogue.bias_gradient ? " +bgrad" : "");
   if (d == DType::F32 && r.context.precision != Precision::F32) name += " tf32";
   Context* ctx = &r.context;
   int64_t out_bytes = g.M * g.N * int64_t(out_elem) * (g.folded ? 1 : count);
@@ -422,7 +428,10 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
     };
     int64_t calls = one_call ? 1 : count;
     // One call when there is an epilogue (make_matmul_kernel).
-    Added added{epilogue.bias ? a.inputs[2] : nullptr, epilogue.addend ? a.inputs[3] : nullptr};
+    Added added{epilogue.bias            ? a.inputs[2]
+                : epilogue.bias_gradient ? a.stores[0]
+                                         : nullptr,
+                epilogue.addend ? a.inputs[3] : nullptr};
     for (int64_t i = 0; i < calls; ++i) {
       const void* A = at(a.inputs[0], g.a_offsets[size_t(i)]);
       const void* B = at(a.inputs[1], g.b_offsets[size_t(i)]);
@@ -508,6 +517,21 @@ std::string epilogue_unsupported(const KernelRequest& r, const Geometry& g, Epil
   return {};
 }
 
+// Why the product cannot also sum its b over the rows (BGRADA), or "":
+// one cuBLASLt call of half matrices a^T b (cuBLASLt's A, our b, not
+// transposed), without --deterministic (whether cuBLASLt's reduction
+// repeats bit for bit is not documented).
+std::string bias_gradient_unsupported(const KernelRequest& r, const Geometry& g) {
+  const DType d = r.inputs[0].dtype;
+  if (d != DType::BF16 && d != DType::F16) return "only half products sum a bias gradient";
+  if (r.context.deterministic) return "--deterministic sums bias gradients on their own";
+  if (r.inputs.size() != 2) return "a bias gradient beside a bias or addend";
+  if (!r.transposed[0] || r.transposed[1]) return "a bias gradient sums the b of a^T b";
+  if (g.a_offsets.size() != 1) return "a bias gradient beside one product of matrices";
+  if (g.K == 0) return "a product of no terms has no epilogue";
+  return {};
+}
+
 }  // namespace
 
 KernelResult make_matmul_kernel(const KernelRequest& r) {
@@ -526,6 +550,10 @@ KernelResult make_matmul_kernel(const KernelRequest& r) {
   if (epilogue.bias)
     if (std::string why = epilogue_unsupported(r, g, epilogue); !why.empty())
       return no_kernel(r, why);
+  if (r.bias_gradient) {
+    if (std::string why = bias_gradient_unsupported(r, g); !why.empty()) return no_kernel(r, why);
+    epilogue.bias_gradient = true;
+  }
   bool floating = d == DType::F32 || d == DType::F64 || d == DType::BF16 || d == DType::F16;
   return floating ? float_matmul(r, g, ta, tb, epilogue) : int_matmul(r, g, ta, tb);
 }

@@ -6,9 +6,11 @@
 // after it), so the lowered nodes stay in program order.
 #include "matmul_epilogues.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "elementwise.h"
+#include "geometry.h"
 #include "ir/elementwise.h"
 #include "kernel.h"
 
@@ -135,7 +137,76 @@ std::vector<NodeId> half_casts(const Lowered& lowered, const Readers& r, NodeId 
   return r.of[size_t(id)];
 }
 
+// What `id` reshapes, through any chain of reshapes: the same elements in
+// the same order.
+NodeId unreshaped(const Lowered& lowered, NodeId id) {
+  while (lowered.nodes[size_t(id)].op == Op::Reshape) id = lowered.nodes[size_t(id)].inputs[0];
+  return id;
+}
+
+int64_t last_axis(const Lowered& lowered, NodeId id) {
+  const ir::Shape& shape = lowered.nodes[size_t(id)].type.shape;
+  return shape.rank() == 0 ? -1 : shape[shape.rank() - 1];
+}
+
+// Whether everything reading `id` comes after node `after`, reshapes
+// (which read in place) looked through.
+bool read_after(const Lowered& lowered, const Readers& r, NodeId id, NodeId after) {
+  return std::all_of(r.of[size_t(id)].begin(), r.of[size_t(id)].end(), [&](NodeId reader) {
+    return reader > after || (lowered.nodes[size_t(reader)].op == Op::Reshape &&
+                              read_after(lowered, r, reader, after));
+  });
+}
+
+// Whether sum node `s` adds its operand over every axis but the last.
+bool sums_columns(const LoweredNode& s, const Lowered& lowered) {
+  const ir::Shape& in = lowered.nodes[size_t(s.inputs[0])].type.shape;
+  const int64_t rank = in.rank();
+  if (rank < 2 || s.type.dtype != DType::F32 || !s.attrs.axes) return false;
+  std::vector<bool> reduced(size_t(rank), false);
+  for (int64_t a : *s.attrs.axes) reduced[size_t(cpu::norm_axis(a, rank))] = true;
+  for (int64_t a = 0; a < rank; ++a)
+    if (reduced[size_t(a)] != (a < rank - 1)) return false;
+  return s.type.shape.numel() == in[rank - 1];
+}
+
 }  // namespace
+
+std::vector<std::pair<NodeId, NodeId>> bias_gradient_sums(const Lowered& lowered,
+                                                          const std::vector<NodeId>& outputs) {
+  const Readers r = cpu::live_readers(lowered, outputs);
+  std::vector<std::pair<NodeId, NodeId>> pairs;
+  std::vector<bool> taken(lowered.nodes.size(), false);  // a product writes one sum
+  for (size_t s = 0; s < lowered.nodes.size(); ++s) {
+    const LoweredNode& sum = lowered.nodes[s];
+    if (!r.live[s] || sum.op != Op::Sum || !sums_columns(sum, lowered)) continue;
+    const NodeId source = unreshaped(lowered, sum.inputs[0]);
+    const DType half = lowered.nodes[size_t(source)].type.dtype;
+    if (half != DType::BF16 && half != DType::F16) continue;
+    // The readers of b or of any reshape of it.
+    std::vector<NodeId> views = {source}, products;
+    for (size_t v = 0; v < views.size(); ++v)
+      for (NodeId reader : r.of[size_t(views[v])])
+        (lowered.nodes[size_t(reader)].op == Op::Reshape ? views : products).push_back(reader);
+    {
+      for (NodeId p : products) {
+        const LoweredNode& product = lowered.nodes[size_t(p)];
+        bool weight_gradient =
+            product.op == Op::MatMul && product.inputs.size() == 2 && product.transposed[0] &&
+            !product.transposed[1] && unreshaped(lowered, product.inputs[1]) == source &&
+            unreshaped(lowered, product.inputs[0]) != source &&
+            last_axis(lowered, product.inputs[1]) == last_axis(lowered, source) &&
+            !taken[size_t(p)];
+        if (!weight_gradient) continue;
+        if (!read_after(lowered, r, NodeId(s), p)) continue;
+        pairs.push_back({NodeId(s), p});
+        taken[size_t(p)] = true;
+        break;
+      }
+    }
+  }
+  return pairs;
+}
 
 void matmul_epilogues(Lowered& lowered, const std::vector<NodeId>& outputs, Context& context) {
   Readers r = cpu::live_readers(lowered, outputs);

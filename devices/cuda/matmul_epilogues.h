@@ -22,4 +22,13 @@ namespace sexpgpu::cuda {
 void matmul_epilogues(cpu::Lowered& lowered, const std::vector<ir::NodeId>& outputs,
                       Context& context);
 
+// A linear layer's bias gradient beside its weight gradient: a half
+// product a^T b (a's transpose folded, lower.h) whose b (or what b
+// reshapes) an f32 sum over every axis but the last also reads can write
+// that sum itself (KernelRequest::bias_gradient), when everything reading
+// the sum runs after the product. Per such sum, (sum, product); the graph
+// is left as it is.
+std::vector<std::pair<ir::NodeId, ir::NodeId>> bias_gradient_sums(
+    const cpu::Lowered& lowered, const std::vector<ir::NodeId>& outputs);
+
 }  // namespace sexpgpu::cuda

@@ -6,6 +6,7 @@
 #include "program_plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -191,12 +192,27 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   }
   for (size_t i = 0; i < count; ++i)
     if (!hoisted[i]) order.push_back(i);
-  for (size_t i : order) {
+  // Bias gradients a weight gradient's product writes beside itself
+  // (matmul_epilogues.h): per product its sum and per sum its product, -1
+  // elsewhere. The sum's own step is planned only when the product's
+  // kernel cannot, right after it.
+  std::vector<NodeId> sum_of_product(count, -1), product_of_sum(count, -1);
+  for (auto [sum, product] : bias_gradient_sums(lowered, outputs))
+    if (computed_at[size_t(sum)].empty() && !summed_square.count(size_t(sum))) {
+      sum_of_product[size_t(product)] = sum;
+      product_of_sum[size_t(sum)] = product;
+    }
+  // The nodes that a step writes besides its own (GroupPlan::stored, a bias
+  // gradient), per the step's node.
+  std::map<size_t, std::vector<NodeId>> stores_of;
+  for (const auto& [group, stored] : grouping.stored)
+    stores_of[size_t(groups[group].back())] = stored;
+  std::function<std::string(size_t)> plan_node = [&](size_t i) -> std::string {
     root[i] = i;
     const LoweredNode& n = nodes[i];
     if (!live[i] || n.op == Op::Input || n.op == Op::Param || !computed_at[i].empty() ||
         stored_by[i] >= 0)
-      continue;
+      return {};
     if (auto fused = fused_at.find(i); fused != fused_at.end()) {
       step_of[i] = steps_.size();
       Step s{fused->second.first, {}, {}, {}, n.origin, n.op, {}};
@@ -207,7 +223,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
           s.members.push_back(origin);
       }
       steps_.push_back(std::move(s));
-      continue;
+      return {};
     }
     auto square = summed_square.find(i);
     const ir::NodeIds& operands = operands_of(i);
@@ -223,7 +239,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
       root[i] = root[size_t(n.inputs[0])];
       slot[i] = slot[root[i]];
       placed[i] = true;
-      continue;
+      return {};
     }
     std::optional<ElementwiseGroup> single;
     if (ir::is_elementwise(n.op) && n.op != Op::StopGradient) {
@@ -235,16 +251,21 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     bool link = is_forward || (writer >= 0 && steps_[size_t(writer)].kernel.link_bytes > 0);
     KernelRequest request{n.op, n.attrs, in_types, n.type, ctx_, n.transposed, link};
     if (!views_[i].operands.empty() || views_[i].output) request.views = &views_[i];
+    request.bias_gradient = sum_of_product[i] >= 0;
     KernelResult k = single                          ? make_group_kernel(*single, ctx_)
                      : square != summed_square.end() ? make_sum_of_squares_kernel(request)
                                                      : make_kernel(request);
+    if (!k && request.bias_gradient) {  // the sum gets its own kernel
+      request.bias_gradient = false;
+      k = make_kernel(request);
+    }
     if (!k) return node_label(fn_, n.origin, n.op) + ": " + k.error();
     if (creation(n.op)) {
       slot[i] = Slot{Slot::Constant, constant_bytes_};
       placed[i] = true;
       constant_kernels_.push_back({constant_bytes_, std::move(k).value()});
       constant_bytes_ += aligned(bytes_of(n.type), kScratchAlignment);
-      continue;
+      return {};
     }
     step_of[i] = steps_.size();
     if (is_forward) link_writer[i] = int64_t(steps_.size());
@@ -259,6 +280,24 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     if (n.origin >= 0) steps_.back().members.push_back(n.origin);
     steps_.back().group = std::move(single);
     steps_.back().hoisted = hoisted[i];
+    if (NodeId sum = sum_of_product[i]; sum >= 0) {
+      if (!request.bias_gradient) {
+        product_of_sum[size_t(sum)] = -1;
+        return plan_node(size_t(sum));
+      }
+      stored_by[size_t(sum)] = NodeId(i);
+      stores_of[i] = {sum};
+      if (nodes[size_t(sum)].origin >= 0)
+        steps_.back().members.push_back(nodes[size_t(sum)].origin);
+    }
+    return {};
+  };
+  for (size_t i : order) {
+    if (product_of_sum[i] >= 0) {  // planned with its product
+      root[i] = i;
+      continue;
+    }
+    if (std::string e = plan_node(i); !e.empty()) return e;
   }
   for (size_t i = 0; i < count; ++i)
     if (stored_by[i] >= 0) step_of[i] = step_of[size_t(stored_by[i])];
@@ -351,13 +390,12 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     s.dtype = n.op == Op::MatMul ? nodes[size_t(n.inputs[0])].type.dtype : n.type.dtype;
     s.bytes = double(bytes_of(n.type));
     s.type = n.type;
-    if (fused_at.count(i))
-      if (auto stored = grouping.stored.find(group_id[i]); stored != grouping.stored.end())
-        for (NodeId id : stored->second) {
-          s.stores.push_back(slot[size_t(id)]);
-          s.store_types.push_back(nodes[size_t(id)].type);
-          s.bytes += double(bytes_of(nodes[size_t(id)].type));
-        }
+    if (auto stored = stores_of.find(i); stored != stores_of.end())
+      for (NodeId id : stored->second) {
+        s.stores.push_back(slot[size_t(id)]);
+        s.store_types.push_back(nodes[size_t(id)].type);
+        s.bytes += double(bytes_of(nodes[size_t(id)].type));
+      }
     for (NodeId in : operands_of(i)) {
       s.inputs.push_back(slot[size_t(in)]);
       s.input_types.push_back(nodes[size_t(in)].type);

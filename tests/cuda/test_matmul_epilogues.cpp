@@ -149,6 +149,67 @@ TEST_CASE("a bias sum rounded back to bf16 is one product rounding once", "[cuda
   CHECK(kernels[2].find(",mul,") != std::string::npos);  // the product, read twice
 }
 
+namespace {
+
+// A linear layer's weight and bias gradients in bf16 training: x [2, 8, 16]
+// and its output's f32 gradient dy [2, 8, 24], dw = x^T bf16(dy) (read in
+// f32) and db = the sum of dy over the rows, which reads the bf16 copy
+// (absorb_casts.h). With `early`, something reads db before dw's product.
+void build_gradients(ir::Module& module, bool early) {
+  ir::Function& fn = new_function(module, "grads");
+  ir::Builder b(fn);
+  NodeId x = b.input("x", {DType::BF16, ir::Shape{{2, 8, 16}}});
+  NodeId dy = b.input("dy", {DType::F32, ir::Shape{{16, 24}}});
+  ir::Attrs rows, to_matrix_x, swap;
+  rows.axes = ir::Dims{0};
+  to_matrix_x.shape = ir::Dims{16, 16};
+  swap.axes = ir::Dims{1, 0};
+  NodeId db = b.must(Op::Sum, {dy}, rows);
+  if (early) fn.outputs.push_back({"e", b.must(Op::Exp, {db})});
+  NodeId xt = b.must(Op::Permute, {b.must(Op::Reshape, {x}, to_matrix_x)}, swap);
+  NodeId product = b.must(Op::MatMul, {xt, b.must(Op::Cast, {dy}, cast_to(DType::BF16))});
+  fn.outputs.push_back({"dw", b.must(Op::Cast, {product}, cast_to(DType::F32))});
+  fn.outputs.push_back({"db", db});
+}
+
+}  // namespace
+
+TEST_CASE("a weight gradient's product writes its bias gradient too", "[cuda][matmul]") {
+  ir::Module module;
+  build_gradients(module, false);
+  std::vector<std::string> kernels = planned_kernels(module, "grads");
+  INFO(joined(kernels));
+  REQUIRE(kernels.size() == 2);
+  CHECK(kernels[0].rfind("cast<bf16> bf16[16,24]", 0) == 0);
+  CHECK(kernels[1] == "matmul<bf16> cublasLt m=16 n=24 k=16 a^T ->f32 +bgrad");
+}
+
+TEST_CASE("a bias gradient read before the product, or in a deterministic run, is its own sum",
+          "[cuda][matmul]") {
+  {
+    ir::Module module;
+    build_gradients(module, true);
+    std::vector<std::string> kernels = planned_kernels(module, "grads");
+    INFO(joined(kernels));
+    for (const std::string& k : kernels) CHECK(k.find("+bgrad") == std::string::npos);
+    CHECK(joined(kernels).find("sum<f32>") != std::string::npos);
+  }
+  ir::Module module;
+  build_gradients(module, false);
+  cuda::NvrtcCache cache(90);
+  cuda::Context ctx = cuda::testing::plan_context(&cache);
+  ctx.deterministic = true;
+  auto program = cuda::Program::compile(module, "grads", ctx);
+  INFO(program.error());
+  REQUIRE(program.ok());
+  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
+  std::string kernels;
+  for (const auto& step : report["steps"]) kernels += step["kernel"].get<std::string>() + "\n";
+  INFO(kernels);
+  CHECK(kernels.find("+bgrad") == std::string::npos);
+  CHECK(kernels.find("sum<f32>") != std::string::npos);
+}
+
 TEST_CASE("only one half product with an f32 result takes an epilogue", "[cuda][matmul]") {
   cuda::Context ctx = cuda::testing::plan_context();
   ir::Attrs none;
@@ -395,4 +456,85 @@ TEST_CASE("the bf16 epilogue rounds x w + bf16(b) once", "[cuda][matmul][gpu]") 
       if (std::abs(got - ref) > 1e-5 * double(K + 1) * scale + std::ldexp(std::abs(ref), -8)) ++bad;
     }
   CHECK(bad == 0);
+}
+
+TEST_CASE("the bias gradient beside a weight gradient matches a double reference",
+          "[cuda][matmul][gpu]") {
+  if (std::string why = gpu_missing(); !why.empty()) SG_SKIP_TEST(why);
+  // GPT-2's MLP projection at a smaller batch: x [1024, 768], dy [1024, 3072].
+  const int64_t K = 1024, M = 768, N = 3072;
+  ir::Module module;
+  ir::Function& fn = new_function(module, "grads");
+  ir::Builder b(fn);
+  NodeId x = b.input("x", {DType::BF16, ir::Shape{{K, M}}});
+  NodeId dy = b.input("dy", {DType::F32, ir::Shape{{K, N}}});
+  ir::Attrs rows, swap;
+  rows.axes = ir::Dims{0};
+  swap.axes = ir::Dims{1, 0};
+  NodeId db = b.must(Op::Sum, {dy}, rows);
+  NodeId xt = b.must(Op::Permute, {x}, swap);
+  NodeId product = b.must(Op::MatMul, {xt, b.must(Op::Cast, {dy}, cast_to(DType::BF16))});
+  fn.outputs.push_back({"dw", b.must(Op::Cast, {product}, cast_to(DType::F32))});
+  fn.outputs.push_back({"db", db});
+
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto bf16_bits = [&](float v) { return __nv_bfloat16_raw(__float2bfloat16_rn(v)).x; };
+  // dy's values are bf16 values, so its bf16 copy is exact.
+  std::vector<uint16_t> hx(size_t(K * M)), hdy(size_t(K * N));
+  for (uint16_t& v : hx) v = bf16_bits(normal(rng));
+  for (uint16_t& v : hdy) v = bf16_bits(0.05f * normal(rng));
+  std::vector<float> hdy32(hdy.size());
+  for (size_t i = 0; i < hdy.size(); ++i) hdy32[i] = bf16_value(hdy[i]);
+
+  Gpu gpu;
+  auto program = cuda::Program::compile(module, "grads", gpu.ctx);
+  INFO(program.error());
+  REQUIRE(program.ok());
+  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
+  std::string kernels;
+  for (const auto& s : report["steps"]) kernels += s["kernel"].get<std::string>() + "\n";
+  INFO(kernels);
+  CHECK(kernels.find("+bgrad") != std::string::npos);  // cuBLASLt took it on this GPU
+
+  void* dx = upload(hx.data(), hx.size() * 2);
+  void* ddy = upload(hdy32.data(), hdy32.size() * 4);
+  void *ddw = nullptr, *ddb = nullptr;
+  REQUIRE(cudaMalloc(&ddw, size_t(M * N) * 4) == cudaSuccess);
+  REQUIRE(cudaMalloc(&ddb, size_t(N) * 4) == cudaSuccess);
+  std::vector<const void*> inputs{dx, ddy};
+  std::vector<void*> outputs{ddw, ddb};
+  for (int run = 0; run < 2; ++run) {  // eager, then the captured graph
+    REQUIRE((*program)->run(inputs, outputs, gpu.stream) == "");
+    REQUIRE(cudaStreamSynchronize(gpu.stream) == cudaSuccess);
+  }
+  std::vector<float> hdw(size_t(M * N)), hdb(static_cast<size_t>(N));
+  REQUIRE(cudaMemcpy(hdw.data(), ddw, hdw.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+  REQUIRE(cudaMemcpy(hdb.data(), ddb, hdb.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (void* p : {dx, ddy, ddw, ddb}) cudaFree(p);
+
+  // Both f32 sums of K terms, bounded as the conformance suite bounds them.
+  int64_t bad_db = 0, bad_dw = 0;
+  for (int64_t j = 0; j < N; ++j) {
+    double ref = 0, scale = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      double term = double(bf16_value(hdy[size_t(k * N + j)]));
+      ref += term;
+      scale = std::max(scale, std::abs(term));
+    }
+    if (std::abs(double(hdb[size_t(j)]) - ref) > 1e-5 * double(K) * scale) ++bad_db;
+  }
+  for (int64_t i = 0; i < M; i += 7)  // every 7th row of dw: the product itself
+    for (int64_t j = 0; j < N; ++j) {
+      double ref = 0, scale = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        double term =
+            double(bf16_value(hx[size_t(k * M + i)])) * double(bf16_value(hdy[size_t(k * N + j)]));
+        ref += term;
+        scale = std::max(scale, std::abs(term));
+      }
+      if (std::abs(double(hdw[size_t(i * N + j)]) - ref) > 1e-5 * double(K) * scale) ++bad_dw;
+    }
+  CHECK(bad_db == 0);
+  CHECK(bad_dw == 0);
 }
