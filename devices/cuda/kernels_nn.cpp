@@ -56,7 +56,6 @@ Storage storage_of(DType d) {
   }
 }
 
-
 // The dtype the kernels compute a stored dtype in.
 DType compute_of(DType d) {
   return is_half(d) ? DType::F32 : d;
@@ -289,11 +288,18 @@ KernelResult layer_norm_grad_kernel(const KernelRequest& r) {
   if (std::string half = norm_half_error({x_dtype, g, out}, p.dim); !half.empty())
     return no_kernel(r, half);
   if (!rows_fit(p.rows)) return no_kernel(r, "too many rows for one grid");
+  // Linked to its layer_norm_param_grad: each block's column sums go to
+  // the link, where the kernel can leave them.
+  const int64_t parts =
+      r.link ? layer_norm_grad_link_parts(p.rows, p.dim, p.x, p.g, p.sm_count) : 0;
+  const bool writes_link = parts > 0;
   Kernel k;
-  k.name = name;
-  k.launch = [p, name](const LaunchArgs& a) {
+  k.name = name + (writes_link ? " linked" : "");
+  if (writes_link) k.link_bytes = size_t(parts) * 2 * size_t(p.dim) * sizeof(float);
+  k.launch = [p, name, writes_link](const LaunchArgs& a) {
+    void* link = writes_link ? a.link : nullptr;
     return cuda_error(
-        launch_layer_norm_grad(p, a.inputs[0], a.inputs[1], a.inputs[2], a.output, a.stream),
+        launch_layer_norm_grad(p, a.inputs[0], a.inputs[1], a.inputs[2], a.output, link, a.stream),
         name.c_str());
   };
   return k;

@@ -3,12 +3,14 @@
 // the kernels of norm_param.cu and the scratch they need. Operands arrive
 // in f32 or f64 (lower.h); the lowering may also hand over x and g stored
 // in bf16 or f16 instead of casting them to f32, which the kernels widen as
-// they load them.
+// they load them. Linked to the layer_norm_grad of the same operands
+// (program_plan.cpp), it only adds up the partial sums that kernel left.
 #include <string>
 
 #include "check.h"
 #include "geometry.h"
 #include "kernel.h"
+#include "nn_launch.h"
 #include "norm_param_launch.h"
 
 namespace sexpgpu::cuda {
@@ -25,6 +27,16 @@ NormParamStorage storage_of(DType d) {
   }
 }
 
+// How layer_norm_grad's kernels (nn_launch.h) see an operand stored as d.
+Storage nn_storage_of(DType d) {
+  switch (d) {
+    case DType::F64: return Storage::F64;
+    case DType::BF16: return Storage::BF16;
+    case DType::F16: return Storage::F16;
+    default: return Storage::F32;
+  }
+}
+
 // Whether an operand stored as `stored` can feed a kernel computing in
 // `compute` (its result's dtype): the same dtype, or bf16/f16 into f32.
 bool readable(DType stored, DType compute) {
@@ -36,6 +48,22 @@ bool readable(DType stored, DType compute) {
 std::string storage_text(DType x, DType g, DType compute) {
   if (x == compute && g == compute) return "";
   return " stored=" + std::string(ir::ir_name(x)) + "," + std::string(ir::ir_name(g));
+}
+
+// The kernel that adds the `parts` partials a linked layer_norm_grad left
+// in the link ([parts, 2, dim] f32) into the result.
+Kernel linked_kernel(const KernelRequest& r, NormParamGradParams p, int64_t parts) {
+  p.parts = parts;
+  std::string name = kernel_label(r.op, r.output.dtype) + " rows=" + std::to_string(p.rows) +
+                     " cols=" + std::to_string(p.dim) + " parts=" + std::to_string(parts) +
+                     storage_text(r.inputs[0].dtype, r.inputs[1].dtype, r.output.dtype) + " linked";
+  Kernel k;
+  k.name = name;
+  k.reads_link = true;
+  k.launch = [p, name](const LaunchArgs& a) {
+    return cuda_error(launch_norm_param_grad_finish(p, a.link, a.output, a.stream), name.c_str());
+  };
+  return k;
 }
 
 }  // namespace
@@ -58,6 +86,13 @@ KernelResult make_norm_param_kernel(const KernelRequest& r) {
                                                r.attrs.eps.value_or(1e-5), r.context.sm_count);
   p.x = storage_of(x_dtype);
   p.g = storage_of(g_dtype);
+  // Linked to the layer_norm_grad of the same x, g and eps, which left the
+  // partial sums in the link (asked only then): the last kernel alone.
+  const int64_t link_parts =
+      r.link ? layer_norm_grad_link_parts(rows, dim, nn_storage_of(x_dtype), nn_storage_of(g_dtype),
+                                          r.context.sm_count)
+             : 0;
+  if (link_parts > 0) return linked_kernel(r, p, link_parts);
   std::string name =
       kernel_label(r.op, d) + " rows=" + std::to_string(rows) + " cols=" + std::to_string(dim) +
       (p.per_lane != 0 ? " one pass, " + std::to_string(p.per_lane) + " a lane" : " two passes") +

@@ -133,8 +133,19 @@ struct LayerNormGradParams {
   int sm_count = 0;  // multiprocessors, to size the grid of resident blocks (0: unknown)
 };
 
+// The link from layer_norm_grad to the layer_norm_param_grad of the same
+// x, g and eps (kernel.h): the partial column sums [parts, 2, dim] in f32
+// of g xhat and of g that layer_norm_param_grad's last kernel adds up
+// (norm_param_launch.h), one per block of the layer_norm_grad kernel.
+// Both factories ask here, so they agree: the parts for x and g [rows,
+// dim] stored as x and g on sm_count multiprocessors, or 0 where the
+// kernel cannot leave them (f64, rows longer than a register row, or too
+// many registers a row).
+int64_t layer_norm_grad_link_parts(int64_t rows, int64_t dim, Storage x, Storage g, int sm_count);
+
+// link: layer_norm_grad_link_parts(...) * 2 * dim floats to write, or null.
 cudaError_t launch_layer_norm_grad(const LayerNormGradParams& params, const void* x,
-                                   const void* weight, const void* g, void* out,
+                                   const void* weight, const void* g, void* out, void* link,
                                    cudaStream_t stream);
 
 }  // namespace sexpgpu::cuda

@@ -8,6 +8,12 @@
 // reducing the current. Longer rows get a block each and are read again in each
 // pass, in f32 or f64 storage only. Sums are fixed-order trees, so results
 // repeat bit for bit.
+//
+// Linked to its layer_norm_param_grad (KernelRequest::link), an f32
+// register-row layer_norm_grad also adds up, per thread, the columns it
+// holds of g xhat and g over the rows it walks, and each block leaves its
+// [2, dim] partial sums in the link for the param grad's last kernel
+// (norm_param.cu), so x and g are read once for both gradients.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -98,6 +104,27 @@ template <int kChunks, class Early, class... Late>
 constexpr bool prefetches() {
   return 2 * held_registers<Early>(kChunks) + (0 + ... + held_registers<Late>(kChunks)) <=
          kPrefetchRowRegisters;
+}
+
+// Registers a linked kernel may give to its row and its column sums (two
+// per held element) and still keep kPrefetchBlocks blocks resident without
+// spilling. The sums take the registers a prefetched row would, so a
+// linked kernel never prefetches; it walks its rows in kPrefetchBlocks
+// blocks a multiprocessor all the same, so that its partials are few.
+constexpr int kLinkRowRegisters = 96;
+
+// Whether an f32 kernel holding `chunks` chunks of x and g, stored in
+// x_bytes and g_bytes a value, can link. g counts twice: its gh products
+// are live in the passes after the statistics too. Calibrated with
+// -Xptxas -v for sm_90a: every mix within the budget compiles without
+// spills, every one past it spills.
+constexpr bool links(int chunks, int x_bytes, int g_bytes) {
+  return chunks * kChunk * (x_bytes + 2 * g_bytes) / 4 + 2 * chunks * kChunk <= kLinkRowRegisters;
+}
+
+template <int kChunks, class X, class G>
+constexpr bool links() {
+  return Same<Compute<X>, float>::value && links(kChunks, int(sizeof(X)), int(sizeof(G)));
 }
 
 // chunk_start(i) of a register row, in 32 bits.
@@ -290,15 +317,90 @@ __device__ T layer_norm_dx(T x, T gh, T mean, T rstd, T mean_gh, T mean_ghx) {
   return rstd * (gh - mean_gh - (x - mean) * rstd * mean_ghx);
 }
 
-template <class X, class G, class Out, int kChunks>
-__global__ void __launch_bounds__(kNnBlock, prefetches<kChunks, X, G>() ? kPrefetchBlocks : 1)
+// A linked kernel's sums over its rows of g xhat and g, for the columns of
+// its thread's held elements: value e of each kind at g_xhat[e], g[e].
+template <int kChunks>
+struct ColumnSums {
+  static constexpr int kHeld = kChunks * kChunk;
+  float v[2 * kHeld];
+  __device__ float& g_xhat(int e) { return v[e]; }
+  __device__ float& g(int e) { return v[kHeld + e]; }
+};
+
+// Adds the row's g xhat and g to the sums, xhat = (x - mean) rstd as
+// layer_norm_param_grad computes it (norm_param.cu); elements past the row
+// (n elements, 0 where the row does not exist) add nothing.
+template <int kChunks, class XRow, class GRow>
+__device__ void add_columns(const XRow& xr, const GRow& gr, float mean, float rstd, int n,
+                            ColumnSums<kChunks>& sums) {
+#pragma unroll
+  for (int e = 0; e < kChunks * kChunk; ++e)
+    if (held_start(e / kChunk) + e % kChunk < n) {
+      const float gv = gr[e];
+      sums.g_xhat(e) += gv * ((xr[e] - mean) * rstd);
+      sums.g(e) += gv;
+    }
+}
+
+// The block's sums in its group 0: groups [h, 2h) hand theirs to groups
+// [0, h) for h = blockDim.y / 2, ..., 1, a fixed tree through shared
+// memory laid out value-major, so a warp's accesses are consecutive.
+template <int kChunks>
+__device__ void block_column_sums(ColumnSums<kChunks>& sums) {
+  constexpr int kValues = 2 * kChunks * kChunk, kSlots = kNnBlock / 2;
+  __shared__ float shared[kValues * kSlots];
+  for (int h = int(blockDim.y) / 2; h > 0; h /= 2) {
+    const int y = int(threadIdx.y);
+    if (y >= h && y < 2 * h) {
+      float* to = shared + (y - h) * int(blockDim.x) + threadIdx.x;
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) to[v * kSlots] = sums.v[v];
+    }
+    __syncthreads();
+    if (y < h) {
+      const float* from = shared + y * int(blockDim.x) + threadIdx.x;
+#pragma unroll
+      for (int v = 0; v < kValues; ++v) sums.v[v] += from[v * kSlots];
+    }
+    __syncthreads();
+  }
+}
+
+// Block blockIdx.x's partial, [2, dim] at partials + blockIdx.x * 2 * dim:
+// the sums of g xhat, then of g.
+template <int kChunks>
+__device__ void store_partial(ColumnSums<kChunks>& sums, int64_t dim, float* partials) {
+  block_column_sums(sums);
+  if (threadIdx.y != 0) return;
+  float* p = partials + int64_t(blockIdx.x) * 2 * dim;
+  const bool aligned = aligned16(p) && aligned16(p + dim);
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int k = held_start(i);
+    if (k >= dim) break;
+    store_chunk(p, k, dim, aligned, &sums.g_xhat(i * kChunk));
+    store_chunk(p + dim, k, dim, aligned, &sums.g(i * kChunk));
+  }
+}
+
+// kLink: also leaves the block's column sums in partials (store_partial);
+// the grid then walks the rows in kPrefetchBlocks blocks a multiprocessor
+// without prefetching. The rows' dx are the same bits either way.
+template <class X, class G, class Out, int kChunks, bool kLink>
+__global__ void __launch_bounds__(kNnBlock,
+                                  kLink || prefetches<kChunks, X, G>() ? kPrefetchBlocks : 1)
     layer_norm_grad_register_rows(const X* __restrict__ x, const Compute<X>* __restrict__ weight,
                                   const G* __restrict__ g, Out* __restrict__ out, int64_t rows,
-                                  int64_t dim, Compute<X> eps) {
+                                  int64_t dim, Compute<X> eps, float* __restrict__ partials) {
   using C = Compute<X>;
   using XRow = HeldRow<X, kChunks>;
   using GRow = HeldRow<G, kChunks>;
   const bool weight_aligned = aligned16(weight);
+  ColumnSums<kChunks> sums;
+  if constexpr (kLink) {
+#pragma unroll
+    for (int v = 0; v < 2 * kChunks * kChunk; ++v) sums.v[v] = 0.0f;
+  }
   // gh = g w of chunk i, computed again where needed rather than held.
   auto gh_chunk = [&](const GRow& gr, int i, int n, C(&gh)[kChunk]) {
     C w[kChunk];
@@ -315,6 +417,7 @@ __global__ void __launch_bounds__(kNnBlock, prefetches<kChunks, X, G>() ? kPrefe
     const C squares =
         sum_within<kChunks, C>(n, [&](int i) { return (xr[i] - mean) * (xr[i] - mean); });
     const C rstd = C(1) / sqrt_of(row_reduce<Sum<C>>(squares) / C(dim) + eps);
+    if constexpr (kLink) add_columns(xr, gr, mean, rstd, n, sums);
     C sum_gh = 0, sum_ghx = 0;
 #pragma unroll
     for (int i = 0; i < kChunks; ++i) {
@@ -343,9 +446,10 @@ __global__ void __launch_bounds__(kNnBlock, prefetches<kChunks, X, G>() ? kPrefe
       store_chunk(o, k, n, out_aligned, y);
     }
   };
-  walk_rows<prefetches<kChunks, X, G>(), XRow, GRow>(
+  walk_rows<!kLink && prefetches<kChunks, X, G>(), XRow, GRow>(
       rows, [&](WalkRow r, XRow& h) { load_held(x, r, dim, h); },
       [&](WalkRow r, GRow& h) { load_held(g, r, dim, h); }, body);
+  if constexpr (kLink) store_partial(sums, dim, partials);
 }
 
 // A block per row longer than a register row: x, g and the weight are read
@@ -451,6 +555,30 @@ cudaError_t layer_norm_grad_wide(const LayerNormGradParams& p, const void* x, co
   return cudaGetLastError();
 }
 
+// A register-row layer_norm_grad laid out as l; kLink: leaving its
+// partials in `partials`, its grid as layer_norm_grad_link_parts says.
+template <class X, class G, class Out, int kChunks, bool kLink>
+cudaError_t layer_norm_grad_rows(const LayerNormGradParams& p, const RowShape& l, const void* x,
+                                 const void* weight, const void* g, void* out, float* partials,
+                                 cudaStream_t stream) {
+  using C = Compute<X>;
+  const unsigned grid = walk_blocks(l, kLink || prefetches<kChunks, X, G>(), p.sm_count);
+  layer_norm_grad_register_rows<X, G, Out, kChunks, kLink><<<grid, l.block, 0, stream>>>(
+      static_cast<const X*>(x), static_cast<const C*>(weight), static_cast<const G*>(g),
+      static_cast<Out*>(out), p.rows, p.dim, C(p.eps), partials);
+  return cudaGetLastError();
+}
+
+// The bytes of a value stored as s.
+int stored_bytes(Storage s) {
+  int bytes = 0;
+  with_storage(s, [&](auto type) {
+    bytes = int(sizeof(type));
+    return cudaSuccess;
+  });
+  return bytes;
+}
+
 }  // namespace
 
 cudaError_t launch_norm(const NormParams& p, const void* x, const void* weight, const void* bias,
@@ -459,10 +587,21 @@ cudaError_t launch_norm(const NormParams& p, const void* x, const void* weight, 
                  : norm_rows<false>(p, x, weight, bias, out, stream);
 }
 
+int64_t layer_norm_grad_link_parts(int64_t rows, int64_t dim, Storage x, Storage g, int sm_count) {
+  const bool mixed_halves =
+      (x == Storage::BF16 && g == Storage::F16) || (x == Storage::F16 && g == Storage::BF16);
+  if (rows <= 0 || dim <= 0 || !register_rows(dim) || x == Storage::F64 || g == Storage::F64 ||
+      mixed_halves)
+    return 0;
+  const RowShape l = register_row_shape(rows, dim);
+  if (!links(held_chunks(dim, l), stored_bytes(x), stored_bytes(g))) return 0;
+  return walk_blocks(l, true, sm_count);
+}
+
 cudaError_t launch_layer_norm_grad(const LayerNormGradParams& p, const void* x, const void* weight,
-                                   const void* g, void* out, cudaStream_t stream) {
+                                   const void* g, void* out, void* link, cudaStream_t stream) {
   if (!register_rows(p.dim)) {
-    if (p.x != p.out || p.g != p.out) return cudaErrorInvalidValue;
+    if (p.x != p.out || p.g != p.out || link != nullptr) return cudaErrorInvalidValue;
     if (p.x == Storage::F64) return layer_norm_grad_wide<double>(p, x, weight, g, out, stream);
     if (p.x == Storage::F32) return layer_norm_grad_wide<float>(p, x, weight, g, out, stream);
     return cudaErrorInvalidValue;
@@ -473,18 +612,19 @@ cudaError_t launch_layer_norm_grad(const LayerNormGradParams& p, const void* x, 
         using X = decltype(x_type);
         using G = decltype(g_type);
         using Out = decltype(out_type);
-        using C = Compute<X>;
         if constexpr (!supported_mix<X, G, Out>()) {
           return cudaErrorInvalidValue;
         } else {
           const RowShape l = register_row_shape(p.rows, p.dim);
           return with_chunk_count(held_chunks(p.dim, l), [&](auto count) {
             constexpr int kChunks = decltype(count)::value;
-            const unsigned grid = walk_blocks(l, prefetches<kChunks, X, G>(), p.sm_count);
-            layer_norm_grad_register_rows<X, G, Out, kChunks><<<grid, l.block, 0, stream>>>(
-                static_cast<const X*>(x), static_cast<const C*>(weight), static_cast<const G*>(g),
-                static_cast<Out*>(out), p.rows, p.dim, C(p.eps));
-            return cudaGetLastError();
+            if (link == nullptr)
+              return layer_norm_grad_rows<X, G, Out, kChunks, false>(p, l, x, weight, g, out,
+                                                                     nullptr, stream);
+            if constexpr (links<kChunks, X, G>())
+              return layer_norm_grad_rows<X, G, Out, kChunks, true>(
+                  p, l, x, weight, g, out, static_cast<float*>(link), stream);
+            return cudaErrorInvalidValue;
           });
         }
       });

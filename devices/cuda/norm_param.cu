@@ -14,7 +14,9 @@
 // rstd to scratch, then a thread per column sums a split of the rows.
 // Either way a last kernel adds the partials in a fixed order: no atomics,
 // and results repeat bit for bit. x and g stored in bf16 or f16 are
-// widened to f32 exactly, so nothing else differs from f32.
+// widened to f32 exactly, so nothing else differs from f32. Linked to its
+// layer_norm_grad, which leaves such partials itself (norm.cu), only the
+// last kernel runs.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -399,6 +401,16 @@ cudaError_t two_pass(const NormParamGradParams& p, const X* x, const G* g, void*
   return cudaGetLastError();
 }
 
+// out [2, dim] = the sum of the p.parts partials [2, dim] in order.
+template <class T>
+cudaError_t finish(const NormParamGradParams& p, const T* partials, void* out,
+                   cudaStream_t stream) {
+  const int64_t width = 2 * p.dim;
+  finish_sums<T><<<unsigned(ceil_div(width, kWarp)), dim3(kWarp, kFinishSplit), 0, stream>>>(
+      partials, p.parts, width, static_cast<T*>(out));
+  return cudaGetLastError();
+}
+
 // T the compute dtype, X and G how x and g are stored.
 template <class T, class X, class G>
 cudaError_t launch_typed(const NormParamGradParams& p, const void* x, const void* g, void* out,
@@ -411,10 +423,7 @@ cudaError_t launch_typed(const NormParamGradParams& p, const void* x, const void
                                     : two_pass<T>(p, xs, gs, scratch, partials, stream);
     if (e != cudaSuccess) return e;
   }
-  const int64_t width = 2 * p.dim;
-  finish_sums<T><<<unsigned(ceil_div(width, kWarp)), dim3(kWarp, kFinishSplit), 0, stream>>>(
-      partials, p.parts, width, static_cast<T*>(out));
-  return cudaGetLastError();
+  return finish<T>(p, partials, out, stream);
 }
 
 // Calls f with a value of the C++ type an f32 kernel's operand is stored
@@ -496,6 +505,13 @@ cudaError_t launch_norm_param_grad(const NormParamGradParams& p, const void* x, 
         return launch_typed<float, X, G>(p, x, g, out, scratch, stream);
     });
   });
+}
+
+cudaError_t launch_norm_param_grad_finish(const NormParamGradParams& p, const void* partials,
+                                          void* out, cudaStream_t stream) {
+  if (p.dim == 0) return cudaSuccess;
+  return p.f64 ? finish<double>(p, static_cast<const double*>(partials), out, stream)
+               : finish<float>(p, static_cast<const float*>(partials), out, stream);
 }
 
 }  // namespace sexpgpu::cuda

@@ -48,4 +48,11 @@ size_t norm_param_grad_scratch_bytes(const NormParamGradParams& params);
 cudaError_t launch_norm_param_grad(const NormParamGradParams& params, const void* x, const void* g,
                                    void* out, void* scratch, cudaStream_t stream);
 
+// The last kernel alone: out [2, dim] = the sum in order over p <
+// params.parts of partials [parts, 2, dim] in the compute dtype, as
+// another kernel left them (a linked layer_norm_grad, nn_launch.h). Only
+// f64, parts and dim of params are read.
+cudaError_t launch_norm_param_grad_finish(const NormParamGradParams& params, const void* partials,
+                                          void* out, cudaStream_t stream);
+
 }  // namespace sexpgpu::cuda

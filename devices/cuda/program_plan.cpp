@@ -39,10 +39,14 @@ size_t aligned(size_t bytes, size_t alignment) {
 // instead of recomputing them (KernelRequest::link), -1 elsewhere:
 // attention_grad and the attention computing its `o` from the same q, k, v,
 // mask, scale and causality; cross_entropy_grad and the cross_entropy of the
-// same logits, targets, reduction and ignore_index.
+// same logits, targets, reduction and ignore_index. Also layer_norm_param_grad
+// and an earlier layer_norm_grad of the same x, g and eps, which leaves it
+// its partial column sums (the "forward" here is the other gradient); a
+// layer_norm_grad links to one reader at most.
 std::vector<NodeId> linked_forwards(const Lowered& lowered, const std::vector<bool>& live,
                                     const std::vector<NodeViews>& views) {
   std::vector<NodeId> forward(lowered.nodes.size(), -1);
+  std::vector<bool> writes_link(lowered.nodes.size(), false);  // a layer_norm_grad, taken
   for (size_t i = 0; i < lowered.nodes.size(); ++i) {
     const LoweredNode& grad = lowered.nodes[i];
     if (!live[i]) continue;
@@ -65,6 +69,17 @@ std::vector<NodeId> linked_forwards(const Lowered& lowered, const std::vector<bo
             f.inputs[1] == grad.inputs[1] && f.attrs.reduction == grad.attrs.reduction &&
             f.attrs.ignore_index == grad.attrs.ignore_index) {
           forward[i] = NodeId(j);
+          break;
+        }
+      }
+    } else if (grad.op == Op::LayerNormParamGrad) {
+      for (size_t j = 0; j < i; ++j) {
+        const LoweredNode& f = lowered.nodes[j];
+        if (live[j] && !writes_link[j] && f.op == Op::LayerNormGrad &&
+            f.inputs[0] == grad.inputs[0] && f.inputs[2] == grad.inputs[1] &&
+            f.attrs.eps == grad.attrs.eps) {
+          forward[i] = NodeId(j);
+          writes_link[j] = true;
           break;
         }
       }
