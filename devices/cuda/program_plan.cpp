@@ -296,10 +296,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     steps_.back().group = std::move(single);
     steps_.back().hoisted = hoisted[i];
     if (NodeId sum = sum_of_product[i]; sum >= 0) {
-      if (!request.bias_gradient) {
-        product_of_sum[size_t(sum)] = -1;
-        return plan_node(size_t(sum));
-      }
+      if (!request.bias_gradient) return plan_node(size_t(sum));
       stored_by[size_t(sum)] = NodeId(i);
       stores_of[i] = {sum};
       if (nodes[size_t(sum)].origin >= 0)

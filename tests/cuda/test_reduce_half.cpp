@@ -101,19 +101,39 @@ TEST_CASE("a bias gradient sums the bf16 copy its weight gradient's product read
   fn.outputs.push_back({"weight", weight_grad});
   fn.outputs.push_back({"bias", b.must(Op::Sum, {g}, rows)});
 
-  std::vector<std::string> kernels = planned_kernels(module, "grads");
-  std::string all;
-  for (const std::string& k : kernels) all += k + "\n";
-  INFO(all);
-  CHECK(any_starts_with(kernels, "sum<f32> columns outputs=96 count=256"));
-  CHECK(all.find("stored=bf16") != std::string::npos);
-  CHECK(any_starts_with(kernels, "matmul<bf16> cublasLt m=64 n=96 k=256 a^T ->f32"));
-  // exp and its cast are one kernel writing only bf16; nothing casts to f32
-  // or copies an output.
-  CHECK(any_starts_with(kernels, "fused[exp,cast]<bf16>"));
-  CHECK(!any_starts_with(kernels, "cast<f32>"));
-  CHECK(!any_starts_with(kernels, "copy"));
-  CHECK(kernels.size() == 3);
+  // Deterministic runs sum it in a kernel of its own; the others in the
+  // weight gradient's product (+bgrad, matmul_epilogues.h), which reads
+  // the same bf16 copy.
+  for (bool deterministic : {true, false}) {
+    cuda::NvrtcCache cache(90);
+    cuda::Context ctx = cuda::testing::plan_context(&cache);
+    ctx.deterministic = deterministic;
+    auto program = cuda::Program::compile(module, "grads", ctx);
+    INFO(program.error());
+    REQUIRE(program.ok());
+    nlohmann::json report = nlohmann::json::parse((*program)->report_json());
+    std::vector<std::string> kernels;
+    std::string all;
+    for (const auto& step : report["steps"]) {
+      kernels.push_back(step["kernel"]);
+      all += kernels.back() + "\n";
+    }
+    INFO(all);
+    if (deterministic) {
+      CHECK(any_starts_with(kernels, "sum<f32> columns outputs=96 count=256"));
+      CHECK(all.find("stored=bf16") != std::string::npos);
+      CHECK(any_starts_with(kernels, "matmul<bf16> cublasLt m=64 n=96 k=256 a^T ->f32"));
+    } else {
+      CHECK(!any_starts_with(kernels, "sum<f32>"));
+      CHECK(any_starts_with(kernels, "matmul<bf16> cublasLt m=64 n=96 k=256 a^T ->f32 +bgrad"));
+    }
+    // exp and its cast are one kernel writing only bf16; nothing casts to
+    // f32 or copies an output.
+    CHECK(any_starts_with(kernels, "fused[exp,cast]<bf16>"));
+    CHECK(!any_starts_with(kernels, "cast<f32>"));
+    CHECK(!any_starts_with(kernels, "copy"));
+    CHECK(kernels.size() == (deterministic ? 3u : 2u));
+  }
 }
 
 TEST_CASE("only a plain sum into f32 reads half storage", "[cuda][reduce]") {
