@@ -100,7 +100,9 @@ struct KernelRequest {
   // log-sum-exp) that the gradient node of the same operands reads, instead
   // of recomputing them; attention_grad, cross_entropy_grad: read them
   // (asked only when the forward's kernel writes them: Kernel::link_bytes >
-  // 0). A kernel that cannot leaves them alone.
+  // 0). Likewise layer_norm_grad leaves its partial column sums to the
+  // layer_norm_param_grad of the same operands. A kernel that cannot
+  // leaves them alone.
   bool link = false;
   // attention, attention_grad: operands and result that are views of other
   // buffers (null: all dense). Other kernels are never given views.
