@@ -6,6 +6,7 @@
 #include "program_plan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -26,6 +27,12 @@ namespace sexpgpu::cuda::program_detail {
 namespace {
 
 constexpr size_t kScratchAlignment = 256;
+
+// SEXPGPU_CUDA_BGRAD=0: bias gradients keep their own sums (docs/environment.md).
+bool bias_gradients_in_products() {
+  const char* v = std::getenv("SEXPGPU_CUDA_BGRAD");
+  return !(v && std::string(v) == "0");
+}
 
 size_t bytes_of(const ir::TensorType& t) {
   return size_t(t.shape.numel().value_or(0)) * ir::size_bytes(t.dtype);
@@ -213,7 +220,8 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   // kernel cannot, right after it.
   std::vector<NodeId> sum_of_product(count, -1), product_of_sum(count, -1);
   for (auto [sum, product] : bias_gradient_sums(lowered, outputs))
-    if (computed_at[size_t(sum)].empty() && !summed_square.count(size_t(sum))) {
+    if (bias_gradients_in_products() && computed_at[size_t(sum)].empty() &&
+        !summed_square.count(size_t(sum))) {
       sum_of_product[size_t(product)] = sum;
       product_of_sum[size_t(sum)] = product;
     }
