@@ -210,6 +210,29 @@ int vector_width(const ElementwiseGroup& g, const Walk& w) {
   return v;
 }
 
+// The v results of element i (elements: each external's j-th value):
+// computed into registers o (the result), o1... (the stored nodes), then
+// stored as vectors.
+std::string vector_results(const ElementwiseGroup& g, const std::vector<std::string>& elements,
+                           int v) {
+  const std::string vs = std::to_string(v);
+  std::string s;
+  std::vector<std::string> registers, results;
+  for (size_t k = 0; k <= g.stores.size(); ++k) {
+    registers.push_back(k == 0 ? "o" : "o" + std::to_string(k));
+    results.push_back(registers.back() + "[j]");
+    s += "    " + std::string(storage_type(out_dtype(g, k))) + " " + registers.back() + "[" + vs +
+         "];\n";
+  }
+  s += "#pragma unroll\n    for (int j = 0; j < " + vs + "; ++j) {\n";
+  s += body(g, elements, results, "      ");
+  s += "    }\n";
+  for (size_t k = 0; k <= g.stores.size(); ++k)
+    s += "    sg_store_vec<" + std::string(storage_type(out_dtype(g, k))) + ", " + vs + ">(" +
+         out_name(k) + " + i, " + registers[k] + ");\n";
+  return s;
+}
+
 // The kernel over vectors of v consecutive elements (v divides the inner
 // axis): operands walked contiguously with whole aligned vectors load as
 // vectors, stretched ones once, others element by element.
@@ -244,20 +267,7 @@ std::string vector_source(const ElementwiseGroup& g, const Walk& w, int v,
       elements.push_back(in + "[(" + offsets[k] + ") + j * " + std::to_string(st.back()) + "]");
     }
   }
-  // The vectors o (the result), o1... (the stored nodes) fill in registers.
-  std::vector<std::string> registers, results;
-  for (size_t k = 0; k <= g.stores.size(); ++k) {
-    registers.push_back(k == 0 ? "o" : "o" + std::to_string(k));
-    results.push_back(registers.back() + "[j]");
-    s += "    " + std::string(storage_type(out_dtype(g, k))) + " " + registers.back() + "[" + vs +
-         "];\n";
-  }
-  s += "#pragma unroll\n    for (int j = 0; j < " + vs + "; ++j) {\n";
-  s += body(g, elements, results, "      ");
-  s += "    }\n";
-  for (size_t k = 0; k <= g.stores.size(); ++k)
-    s += "    sg_store_vec<" + std::string(storage_type(out_dtype(g, k))) + ", " + vs + ">(" +
-         out_name(k) + " + i, " + registers[k] + ");\n";
+  s += vector_results(g, elements, v);
   return s + "  }\n}\n";
 }
 
@@ -452,19 +462,7 @@ std::string multi_group_kernel(const ElementwiseGroup& g, size_t members, const 
       s += "    sg_load_vec<" + type + ", " + vs + ">(" + in + " + i, " + x + ");\n";
       elements.push_back(x + "[j]");
     }
-    std::vector<std::string> registers, results;
-    for (size_t k = 0; k <= g.stores.size(); ++k) {
-      registers.push_back(k == 0 ? "o" : "o" + std::to_string(k));
-      results.push_back(registers.back() + "[j]");
-      s += "    " + std::string(storage_type(out_dtype(g, k))) + " " + registers.back() + "[" + vs +
-           "];\n";
-    }
-    s += "#pragma unroll\n    for (int j = 0; j < " + vs + "; ++j) {\n";
-    s += body(g, elements, results, "      ");
-    s += "    }\n";
-    for (size_t k = 0; k <= g.stores.size(); ++k)
-      s += "    sg_store_vec<" + std::string(storage_type(out_dtype(g, k))) + ", " + vs + ">(" +
-           out_name(k) + " + i, " + registers[k] + ");\n";
+    s += vector_results(g, elements, v);
     s += "  }\n";
     tail_start = "vectors * " + vs;
   }
