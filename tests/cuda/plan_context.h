@@ -44,6 +44,21 @@ inline Context plan_context(NvrtcCache* cache = nullptr) {
   return c;
 }
 
+// The kernel names of a compiled program's steps, in order.
+inline std::vector<std::string> step_kernels(const Program& program) {
+  nlohmann::json report = nlohmann::json::parse(program.report_json());
+  std::vector<std::string> kernels;
+  for (const auto& s : report["steps"]) kernels.push_back(s["kernel"]);
+  return kernels;
+}
+
+// Kernel names one a line, for a test's message.
+inline std::string joined(const std::vector<std::string>& kernels) {
+  std::string all;
+  for (const std::string& k : kernels) all += k + "\n";
+  return all;
+}
+
 // The kernel names of `fn`'s plan for an H200, in step order.
 inline std::vector<std::string> planned_kernels(ir::Module& module, const std::string& fn) {
   NvrtcCache cache(90);
@@ -51,10 +66,7 @@ inline std::vector<std::string> planned_kernels(ir::Module& module, const std::s
   auto program = Program::compile(module, fn, ctx);
   INFO(program.error());
   REQUIRE(program.ok());
-  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
-  std::vector<std::string> kernels;
-  for (const auto& s : report["steps"]) kernels.push_back(s["kernel"]);
-  return kernels;
+  return step_kernels(**program);
 }
 
 }  // namespace sexpgpu::cuda::testing

@@ -25,6 +25,14 @@ using ir::Op;
 
 namespace {
 
+// Appends a node of no attributes to `lowered`, returning its id.
+auto node_adder(cpu::Lowered& lowered) {
+  return [&lowered](Op op, ir::NodeIds inputs, const ir::TensorType& type) {
+    lowered.nodes.push_back(cpu::LoweredNode{op, inputs, type, {}, -1, {}});
+    return ir::NodeId(lowered.nodes.size() - 1);
+  };
+}
+
 // Every test compiles for real: a fresh, empty kernel cache.
 cuda::Context plan_context(cuda::NvrtcCache& cache) {
   return cuda::testing::plan_context(&cache);
@@ -220,10 +228,7 @@ TEST_CASE("a cheap node read by several groups is recomputed in each", "[cuda][c
   // and v' = v*b + square(d)*b, both function outputs.
   ir::TensorType t{DType::F32, ir::Shape{{4, 8}}}, scalar{DType::F32, ir::Shape{}};
   cpu::Lowered lowered;
-  auto add_node = [&](Op op, ir::NodeIds inputs, const ir::TensorType& type) {
-    lowered.nodes.push_back(cpu::LoweredNode{op, inputs, type, {}, -1, {}});
-    return ir::NodeId(lowered.nodes.size() - 1);
-  };
+  auto add_node = node_adder(lowered);
   ir::NodeId g = add_node(Op::Input, {}, t), coef = add_node(Op::Input, {}, scalar);
   ir::NodeId m = add_node(Op::Input, {}, t), v = add_node(Op::Input, {}, t);
   ir::NodeId b = add_node(Op::Input, {}, scalar);
@@ -278,10 +283,7 @@ TEST_CASE("a sum of a square nothing else reads squares on load", "[cuda][codege
   // The global norm's sum(square(g)); a square also read elsewhere stays.
   ir::TensorType t{DType::F32, ir::Shape{{4, 8}}}, scalar{DType::F32, ir::Shape{}};
   cpu::Lowered lowered;
-  auto add_node = [&](Op op, ir::NodeIds inputs, const ir::TensorType& type) {
-    lowered.nodes.push_back(cpu::LoweredNode{op, inputs, type, {}, -1, {}});
-    return ir::NodeId(lowered.nodes.size() - 1);
-  };
+  auto add_node = node_adder(lowered);
   ir::NodeId g = add_node(Op::Input, {}, t), h = add_node(Op::Input, {}, t);
   ir::NodeId g2 = add_node(Op::Square, {g}, t), g_sum = add_node(Op::Sum, {g2}, scalar);
   ir::NodeId h2 = add_node(Op::Square, {h}, t), h_sum = add_node(Op::Sum, {h2}, scalar);
@@ -330,10 +332,7 @@ TEST_CASE("a group whose result a later group reads is computed and stored by th
   // stores, three kernels; with them, one writing p', m' and v'.
   ir::TensorType t{DType::F32, ir::Shape{{4, 8}}}, scalar{DType::F32, ir::Shape{}};
   cpu::Lowered lowered;
-  auto add_node = [&](Op op, ir::NodeIds inputs, const ir::TensorType& type) {
-    lowered.nodes.push_back(cpu::LoweredNode{op, inputs, type, {}, -1, {}});
-    return ir::NodeId(lowered.nodes.size() - 1);
-  };
+  auto add_node = node_adder(lowered);
   ir::NodeId g = add_node(Op::Input, {}, t), p = add_node(Op::Input, {}, t);
   ir::NodeId m = add_node(Op::Input, {}, t), v = add_node(Op::Input, {}, t);
   ir::NodeId b = add_node(Op::Input, {}, scalar);
@@ -397,10 +396,7 @@ TEST_CASE("a group whose result is read before its reading group's kernel keeps 
   // y's kernel runs after the sum, too late to write x for it.
   ir::TensorType t{DType::F32, ir::Shape{{4, 8}}}, scalar{DType::F32, ir::Shape{}};
   cpu::Lowered lowered;
-  auto add_node = [&](Op op, ir::NodeIds inputs, const ir::TensorType& type) {
-    lowered.nodes.push_back(cpu::LoweredNode{op, inputs, type, {}, -1, {}});
-    return ir::NodeId(lowered.nodes.size() - 1);
-  };
+  auto add_node = node_adder(lowered);
   ir::NodeId a = add_node(Op::Input, {}, t), b = add_node(Op::Input, {}, t);
   ir::NodeId x = add_node(Op::Add, {a, b}, t);
   ir::NodeId total = add_node(Op::Sum, {x}, scalar);

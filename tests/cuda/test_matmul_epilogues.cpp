@@ -27,18 +27,14 @@
 
 using namespace sexpgpu;
 using cuda::testing::gpu_missing;
+using cuda::testing::joined;
 using cuda::testing::planned_kernels;
+using cuda::testing::step_kernels;
 using ir::DType;
 using ir::NodeId;
 using ir::Op;
 
 namespace {
-
-std::string joined(const std::vector<std::string>& kernels) {
-  std::string all;
-  for (const std::string& k : kernels) all += k + "\n";
-  return all;
-}
 
 ir::Attrs cast_to(DType d) {
   ir::Attrs a;
@@ -202,9 +198,7 @@ TEST_CASE("a bias gradient read before the product, or in a deterministic run, i
   auto program = cuda::Program::compile(module, "grads", ctx);
   INFO(program.error());
   REQUIRE(program.ok());
-  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
-  std::string kernels;
-  for (const auto& step : report["steps"]) kernels += step["kernel"].get<std::string>() + "\n";
+  std::string kernels = joined(step_kernels(**program));
   INFO(kernels);
   CHECK(kernels.find("+bgrad") == std::string::npos);
   CHECK(kernels.find("sum<f32>") != std::string::npos);
@@ -419,9 +413,7 @@ TEST_CASE("the bf16 epilogue rounds x w + bf16(b) once", "[cuda][matmul][gpu]") 
   auto program = cuda::Program::compile(module, "qkv", gpu.ctx);
   INFO(program.error());
   REQUIRE(program.ok());
-  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
-  std::string kernels;
-  for (const auto& s : report["steps"]) kernels += s["kernel"].get<std::string>() + "\n";
+  std::string kernels = joined(step_kernels(**program));
   INFO(kernels);
   CHECK(kernels.find("+bias") != std::string::npos);  // cuBLASLt took it on this GPU
 
@@ -491,9 +483,7 @@ TEST_CASE("the bias gradient beside a weight gradient matches a double reference
   auto program = cuda::Program::compile(module, "grads", gpu.ctx);
   INFO(program.error());
   REQUIRE(program.ok());
-  nlohmann::json report = nlohmann::json::parse((*program)->report_json());
-  std::string kernels;
-  for (const auto& s : report["steps"]) kernels += s["kernel"].get<std::string>() + "\n";
+  std::string kernels = joined(step_kernels(**program));
   INFO(kernels);
   CHECK(kernels.find("+bgrad") != std::string::npos);  // cuBLASLt took it on this GPU
 

@@ -111,17 +111,11 @@ TEST_CASE("a bias gradient sums the bf16 copy its weight gradient's product read
     auto program = cuda::Program::compile(module, "grads", ctx);
     INFO(program.error());
     REQUIRE(program.ok());
-    nlohmann::json report = nlohmann::json::parse((*program)->report_json());
-    std::vector<std::string> kernels;
-    std::string all;
-    for (const auto& step : report["steps"]) {
-      kernels.push_back(step["kernel"]);
-      all += kernels.back() + "\n";
-    }
-    INFO(all);
+    std::vector<std::string> kernels = cuda::testing::step_kernels(**program);
+    INFO(cuda::testing::joined(kernels));
     if (deterministic) {
       CHECK(any_starts_with(kernels, "sum<f32> columns outputs=96 count=256"));
-      CHECK(all.find("stored=bf16") != std::string::npos);
+      CHECK(cuda::testing::joined(kernels).find("stored=bf16") != std::string::npos);
       CHECK(any_starts_with(kernels, "matmul<bf16> cublasLt m=64 n=96 k=256 a^T ->f32"));
     } else {
       CHECK(!any_starts_with(kernels, "sum<f32>"));
