@@ -28,6 +28,7 @@
 #include "plan_context.h"
 
 using namespace sexpgpu;
+using cuda::testing::gpu_context;
 using cuda::testing::gpu_missing;
 using ir::DType;
 using ir::Op;
@@ -107,18 +108,6 @@ std::vector<float> random_values(std::mt19937& rng, size_t n, float scale, DType
 
 // ---------------------------------------------------------------------------
 // Running a kernel
-
-cuda::Context gpu_context() {
-  cudaDeviceProp prop{};
-  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
-  cuda::Context c;
-  c.name = prop.name;
-  c.sm_count = prop.multiProcessorCount;
-  c.compute_capability = prop.major * 10 + prop.minor;
-  c.shared_memory_per_block = prop.sharedMemPerBlockOptin;
-  c.deterministic = true;
-  return c;
-}
 
 // The kernel for op (a fused neural op, or layer_norm_param_grad); `link`
 // as KernelRequest::link.

@@ -22,6 +22,7 @@
 #include "plan_context.h"
 
 using namespace sexpgpu;
+using cuda::testing::gpu_context;
 using cuda::testing::gpu_missing;
 using ir::DType;
 using ir::Op;
@@ -106,18 +107,6 @@ void launch(const cuda::Kernel& k, const std::vector<const void*>& inputs, void*
   std::vector<const void*> args = inputs;
   REQUIRE(k.launch(cuda::LaunchArgs{args.data(), out, scratch.p, nullptr, link}) == "");
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-}
-
-cuda::Context gpu_context() {
-  cudaDeviceProp prop{};
-  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
-  cuda::Context c;
-  c.name = prop.name;
-  c.sm_count = prop.multiProcessorCount;
-  c.compute_capability = prop.major * 10 + prop.minor;
-  c.shared_memory_per_block = prop.sharedMemPerBlockOptin;
-  c.deterministic = true;
-  return c;
 }
 
 // The [2, dim] sums in double of g xhat and g over x and g [rows, dim]
