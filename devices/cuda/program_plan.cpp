@@ -161,11 +161,16 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   // groups (or the sum) whose kernels compute it; empty: its own step.
   std::vector<std::vector<NodeId>> computed_at(count);
   std::map<size_t, std::pair<Kernel, ir::NodeIds>> fused_at;  // last node -> (kernel, externals)
-  // Per node a group's kernel also writes (GroupPlan::stored), that group's
-  // last node; -1 elsewhere. Its value has a buffer and no step.
+  // The nodes a step writes besides its own, per the step's node (a
+  // group's GroupPlan::stored; a bias gradient, below), and per such node
+  // that step's node (-1 elsewhere): its value has a buffer and no step.
+  std::map<size_t, std::vector<NodeId>> stores_of;
   std::vector<NodeId> stored_by(count, -1);
-  for (const auto& [group, stored] : grouping.stored)
-    for (NodeId id : stored) stored_by[size_t(id)] = groups[group].back();
+  for (const auto& [group, stored] : grouping.stored) {
+    const NodeId writer = groups[group].back();
+    stores_of[size_t(writer)] = stored;
+    for (NodeId id : stored) stored_by[size_t(id)] = writer;
+  }
   for (auto& [group, fused] : grouping.fused) {
     const std::vector<NodeId>& members = groups[group];
     KernelResult k = make_group_kernel(fused.first, ctx_);
@@ -219,17 +224,12 @@ std::string CudaProgram::plan(const Lowered& lowered) {
   // elsewhere. The sum's own step is planned only when the product's
   // kernel cannot, right after it.
   std::vector<NodeId> sum_of_product(count, -1), product_of_sum(count, -1);
-  for (auto [sum, product] : bias_gradient_sums(lowered, outputs))
-    if (bias_gradients_in_products() && computed_at[size_t(sum)].empty() &&
-        !summed_square.count(size_t(sum))) {
-      sum_of_product[size_t(product)] = sum;
-      product_of_sum[size_t(sum)] = product;
-    }
-  // The nodes that a step writes besides its own (GroupPlan::stored, a bias
-  // gradient), per the step's node.
-  std::map<size_t, std::vector<NodeId>> stores_of;
-  for (const auto& [group, stored] : grouping.stored)
-    stores_of[size_t(groups[group].back())] = stored;
+  if (bias_gradients_in_products())
+    for (auto [sum, product] : bias_gradient_sums(lowered, outputs))
+      if (computed_at[size_t(sum)].empty() && !summed_square.count(size_t(sum))) {
+        sum_of_product[size_t(product)] = sum;
+        product_of_sum[size_t(sum)] = product;
+      }
   std::function<std::string(size_t)> plan_node = [&](size_t i) -> std::string {
     root[i] = i;
     const LoweredNode& n = nodes[i];
