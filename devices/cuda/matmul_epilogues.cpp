@@ -181,28 +181,23 @@ std::vector<std::pair<NodeId, NodeId>> bias_gradient_sums(const Lowered& lowered
     const LoweredNode& sum = lowered.nodes[s];
     if (!r.live[s] || sum.op != Op::Sum || !sums_columns(sum, lowered)) continue;
     const NodeId source = unreshaped(lowered, sum.inputs[0]);
-    const DType half = lowered.nodes[size_t(source)].type.dtype;
-    if (half != DType::BF16 && half != DType::F16) continue;
+    if (!is_half(lowered.nodes[size_t(source)].type.dtype)) continue;
     // The readers of b or of any reshape of it.
     std::vector<NodeId> views = {source}, products;
     for (size_t v = 0; v < views.size(); ++v)
       for (NodeId reader : r.of[size_t(views[v])])
         (lowered.nodes[size_t(reader)].op == Op::Reshape ? views : products).push_back(reader);
-    {
-      for (NodeId p : products) {
-        const LoweredNode& product = lowered.nodes[size_t(p)];
-        bool weight_gradient =
-            product.op == Op::MatMul && product.inputs.size() == 2 && product.transposed[0] &&
-            !product.transposed[1] && unreshaped(lowered, product.inputs[1]) == source &&
-            unreshaped(lowered, product.inputs[0]) != source &&
-            last_axis(lowered, product.inputs[1]) == last_axis(lowered, source) &&
-            !taken[size_t(p)];
-        if (!weight_gradient) continue;
-        if (!read_after(lowered, r, NodeId(s), p)) continue;
-        pairs.push_back({NodeId(s), p});
-        taken[size_t(p)] = true;
-        break;
-      }
+    for (NodeId p : products) {
+      const LoweredNode& product = lowered.nodes[size_t(p)];
+      bool weight_gradient =
+          product.op == Op::MatMul && product.inputs.size() == 2 && product.transposed[0] &&
+          !product.transposed[1] && unreshaped(lowered, product.inputs[1]) == source &&
+          unreshaped(lowered, product.inputs[0]) != source &&
+          last_axis(lowered, product.inputs[1]) == last_axis(lowered, source) && !taken[size_t(p)];
+      if (!weight_gradient || !read_after(lowered, r, NodeId(s), p)) continue;
+      pairs.push_back({NodeId(s), p});
+      taken[size_t(p)] = true;
+      break;
     }
   }
   return pairs;
