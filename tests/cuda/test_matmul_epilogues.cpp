@@ -204,6 +204,52 @@ TEST_CASE("a bias gradient read before the product, or in a deterministic run, i
   CHECK(kernels.find("sum<f32>") != std::string::npos);
 }
 
+namespace {
+
+// An MLP's first layer in bf16: y = bf16(gelu_tanh(f32(x @ w) + b)) with
+// x [2, 8, 16], w [16, 24], and the sum read again by `later` (the gelu's
+// gradient: here exp(sum) * dy) after y, or before it.
+void build_gelu_layer(ir::Module& module, bool later) {
+  ir::Function& fn = new_function(module, "mlp");
+  ir::Builder b(fn);
+  Layer l;
+  build_layer(l, b, false);
+  ir::Attrs tanh_form;
+  tanh_form.approximate = "tanh";
+  NodeId dy = b.input("dy", {DType::F32, ir::Shape{{2, 8, 24}}});
+  if (!later) fn.outputs.push_back({"g", b.must(Op::Mul, {b.must(Op::Exp, {l.sum}), dy})});
+  NodeId y = b.must(Op::Cast, {b.must(Op::Gelu, {l.sum}, tanh_form)}, cast_to(DType::BF16));
+  NodeId w2 = b.input("w2", {DType::BF16, ir::Shape{{24, 16}}});
+  fn.outputs.push_back({"y", b.must(Op::MatMul, {y, w2})});
+  if (later) fn.outputs.push_back({"g", b.must(Op::Mul, {b.must(Op::Exp, {l.sum}), dy})});
+}
+
+}  // namespace
+
+TEST_CASE("a product's bias and tanh gelu rounded to bf16 are one cuBLASLt call",
+          "[cuda][matmul]") {
+  ir::Module module;
+  build_gelu_layer(module, true);
+  std::vector<std::string> kernels = planned_kernels(module, "mlp");
+  INFO(joined(kernels));
+  // The bias's rounding (with the start's casts), the gelu product, the
+  // next product, and the gradient's kernel reading the pre-activation.
+  REQUIRE(kernels.size() == 4);
+  CHECK(kernels[0].rfind("cast<bf16> bf16[24]", 0) == 0);
+  CHECK(kernels[1] == "matmul<bf16> cublasLt m=16 n=24 k=16 +bias+gelu");
+  CHECK(kernels[2].find("matmul<bf16> cublasLt") == 0);
+  CHECK(kernels[3].rfind("fused[cast,exp,mul]", 0) == 0);
+}
+
+TEST_CASE("a bias sum read before its gelu's rounding keeps the gelu kernel", "[cuda][matmul]") {
+  ir::Module module;
+  build_gelu_layer(module, false);
+  std::vector<std::string> kernels = planned_kernels(module, "mlp");
+  INFO(joined(kernels));
+  for (const std::string& k : kernels) CHECK(k.find("+gelu") == std::string::npos);
+  CHECK(joined(kernels).find("gelu") != std::string::npos);
+}
+
 TEST_CASE("only one half product with an f32 result takes an epilogue", "[cuda][matmul]") {
   cuda::Context ctx = cuda::testing::plan_context();
   ir::Attrs none;
@@ -527,4 +573,89 @@ TEST_CASE("the bias gradient beside a weight gradient matches a double reference
     }
   CHECK(bad_db == 0);
   CHECK(bad_dw == 0);
+}
+
+TEST_CASE("the gelu epilogue and its pre-activation match a double reference",
+          "[cuda][matmul][gpu]") {
+  if (std::string why = gpu_missing(); !why.empty()) SG_SKIP_TEST(why);
+  // GPT-2's MLP at a smaller batch: x [4, 256, 768] @ w [768, 3072] + b,
+  // its tanh gelu rounded to bf16, and the sum read again afterwards.
+  const int64_t B = 4, T = 256, K = 768, N = 3072, M = B * T;
+  ir::Module module;
+  ir::Function& fn = new_function(module, "mlp");
+  ir::Builder b(fn);
+  NodeId a = b.input("a", {DType::BF16, ir::Shape{{B, T, K}}});
+  NodeId w = b.input("w", {DType::BF16, ir::Shape{{K, N}}});
+  NodeId bias = b.input("bias", {DType::F32, ir::Shape{{N}}});
+  ir::Attrs tanh_form;
+  tanh_form.approximate = "tanh";
+  NodeId product = b.must(Op::Cast, {b.must(Op::MatMul, {a, w})}, cast_to(DType::F32));
+  NodeId sum = b.must(Op::Add, {product, bias});
+  NodeId y = b.must(Op::Cast, {b.must(Op::Gelu, {sum}, tanh_form)}, cast_to(DType::BF16));
+  fn.outputs.push_back({"y", y});
+  fn.outputs.push_back({"pre", b.must(Op::Mul, {sum, sum})});
+
+  std::mt19937 rng(14);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto bf16_bits = [&](float v) { return __nv_bfloat16_raw(__float2bfloat16_rn(v)).x; };
+  std::vector<uint16_t> ha(size_t(M * K)), hw(size_t(K * N));
+  for (uint16_t& v : ha) v = bf16_bits(normal(rng));
+  for (uint16_t& v : hw) v = bf16_bits(0.05f * normal(rng));
+  std::vector<float> hbias(static_cast<size_t>(N));
+  for (float& v : hbias) v = normal(rng);
+
+  Gpu gpu;
+  auto program = cuda::Program::compile(module, "mlp", gpu.ctx);
+  INFO(program.error());
+  REQUIRE(program.ok());
+  std::string kernels = joined(step_kernels(**program));
+  INFO(kernels);
+  CHECK(kernels.find("+bias+gelu") != std::string::npos);  // cuBLASLt took it on this GPU
+
+  void* da = upload(ha.data(), ha.size() * 2);
+  void* dw = upload(hw.data(), hw.size() * 2);
+  void* dbias = upload(hbias.data(), hbias.size() * 4);
+  void *dy = nullptr, *dpre = nullptr;
+  REQUIRE(cudaMalloc(&dy, size_t(M * N) * 2) == cudaSuccess);
+  REQUIRE(cudaMalloc(&dpre, size_t(M * N) * 4) == cudaSuccess);
+  std::vector<const void*> inputs{da, dw, dbias};
+  std::vector<void*> outputs{dy, dpre};
+  for (int run = 0; run < 2; ++run) {  // eager, then the captured graph
+    REQUIRE((*program)->run(inputs, outputs, gpu.stream) == "");
+    REQUIRE(cudaStreamSynchronize(gpu.stream) == cudaSuccess);
+  }
+  std::vector<uint16_t> hy(size_t(M * N));
+  std::vector<float> hpre(size_t(M * N));
+  REQUIRE(cudaMemcpy(hy.data(), dy, hy.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+  REQUIRE(cudaMemcpy(hpre.data(), dpre, hpre.size() * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (void* p : {da, dw, dbias, dy, dpre}) cudaFree(p);
+
+  // s = x w + bf16(b) in double, within the f32 sum's bound. y against
+  // gelu_tanh(s) within that bound (times gelu's slope, at most 1.13), one
+  // bf16 rounding, and 2^-10 |s| for a fast tanh (the generated kernels'
+  // tanh.approx is off by up to 2^-10.9 of 1, which gelu scales by |s| / 2);
+  // the gradient's s*s reads s rounded to bf16 once.
+  auto gelu_tanh = [](double x) {
+    return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  };
+  int64_t bad_y = 0, bad_pre = 0;
+  for (int64_t i = 0; i < M; i += 3)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = double(bf16_value(bf16_bits(hbias[size_t(j)]))), scale = std::abs(s);
+      for (int64_t k = 0; k < K; ++k) {
+        double term =
+            double(bf16_value(ha[size_t(i * K + k)])) * double(bf16_value(hw[size_t(k * N + j)]));
+        s += term;
+        scale = std::max(scale, std::abs(term));
+      }
+      const double sum_bound = 1e-5 * double(K + 1) * scale;
+      double got = double(bf16_value(hy[size_t(i * N + j)])), ref = gelu_tanh(s);
+      if (std::abs(got - ref) >
+          1.2 * sum_bound + std::ldexp(std::abs(ref), -8) + std::ldexp(std::abs(s), -10) + 1e-6)
+        ++bad_y;
+      double pre = std::sqrt(double(hpre[size_t(i * N + j)]));
+      if (std::abs(pre - std::abs(s)) > sum_bound + std::ldexp(std::abs(s), -8) + 1e-6) ++bad_pre;
+    }
+  CHECK(bad_y == 0);
+  CHECK(bad_pre == 0);
 }
