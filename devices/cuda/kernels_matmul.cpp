@@ -11,10 +11,8 @@
 // answers on scratch operands and keep the fastest, once per distinct
 // product in the process. A half product may add an f32 bias per column and
 // an f32 addend of the result's shape in cuBLASLt's epilogue
-// (matmul_epilogues.h): operands 2 and 3; a half product with a half bias
-// may apply gelu after it (attrs.approximate "tanh"), writing its input too;
-// a half weight gradient a^T b may also write the column sums of b, its
-// layer's bias gradient.
+// (matmul_epilogues.h): operands 2 and 3; a half weight gradient a^T b may
+// also write the column sums of b, its layer's bias gradient.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -112,10 +110,6 @@ struct Epilogue {
   // cuBLASLt's BGRADA: the sums over K of its A (our B), f32, into the bias
   // pointer: a bias gradient (KernelRequest::bias_gradient).
   bool bias_gradient = false;
-  // cuBLASLt's GELU_AUX_BIAS (a product whose attrs.approximate is "tanh",
-  // matmul_epilogues.h): D = gelu(A B + bias), and A B + bias itself into
-  // the aux pointer (LaunchArgs::stores[0]), both in the half result type.
-  bool gelu = false;
 };
 
 // The cuBLASLt objects of one product, made at compile time (host-only
@@ -163,22 +157,12 @@ std::string describe(LtPlan& p, const Geometry& g, DType in, DType out, bool ta,
   SG_CUBLAS_RETURN_IF_ERROR(
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
   if (epilogue.bias || epilogue.bias_gradient) {
-    cublasLtEpilogue_t bias = epilogue.gelu   ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-                              : epilogue.bias ? CUBLASLT_EPILOGUE_BIAS
-                                              : CUBLASLT_EPILOGUE_BGRADA;
+    cublasLtEpilogue_t bias = epilogue.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADA;
     cudaDataType_t bias_type = data_type(epilogue.bias_dtype);
     SG_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias, sizeof bias));
     SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
         p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
-  }
-  if (epilogue.gelu) {  // the aux matrix: D's layout and type
-    int64_t aux_ld = g.N;
-    int32_t aux_type = data_type(out);
-    SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
-        p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
-    SG_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(
-        p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &aux_type, sizeof aux_type));
   }
   cudaDataType_t t = data_type(in);
   uint64_t a_rows = tb ? g.K : g.N, a_cols = tb ? g.N : g.K;
@@ -199,17 +183,12 @@ std::string describe(LtPlan& p, const Geometry& g, DType in, DType out, bool ta,
 struct Extents {
   int64_t a = 0, b = 0, c = 0;   // our A, our B, the result
   int64_t bias = 0, addend = 0;  // f32; none without the epilogue
-  int64_t aux = 0;               // the result's type: gelu's input
 };
 
 Extents extents(const Geometry& g, int32_t batch, Epilogue epilogue) {
   int64_t more = batch - 1, c = batch * g.M * g.N;
-  return {g.M * g.K + more * g.a_stride,
-          g.K * g.N + more * g.b_stride,
-          c,
-          epilogue.bias || epilogue.bias_gradient ? g.N : 0,
-          epilogue.addend ? c : 0,
-          epilogue.gelu ? c : 0};
+  return {g.M * g.K + more * g.a_stride, g.K * g.N + more * g.b_stride, c,
+          epilogue.bias || epilogue.bias_gradient ? g.N : 0, epilogue.addend ? c : 0};
 }
 
 // The epilogue's operands of one call (null where the plan has none); a
@@ -217,7 +196,6 @@ Extents extents(const Geometry& g, int32_t batch, Epilogue epilogue) {
 struct Added {
   const void* bias = nullptr;
   const void* addend = nullptr;
-  void* aux = nullptr;  // gelu's input, written
 };
 
 cublasStatus_t multiply(const LtPlan& p, const Context& ctx, const cublasLtMatmulAlgo_t& algo,
@@ -229,11 +207,6 @@ cublasStatus_t multiply(const LtPlan& p, const Context& ctx, const cublasLtMatmu
   if (p.epilogue.bias || p.epilogue.bias_gradient)
     if (cublasStatus_t s = cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                           &added.bias, sizeof added.bias);
-        s != CUBLAS_STATUS_SUCCESS)
-      return s;
-  if (p.epilogue.gelu)
-    if (cublasStatus_t s = cublasLtMatmulDescSetAttribute(
-            p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &added.aux, sizeof added.aux);
         s != CUBLAS_STATUS_SUCCESS)
       return s;
   float alpha32 = 1, beta32 = p.epilogue.addend ? 1 : 0;
@@ -304,8 +277,7 @@ bool open_bench(Bench& bench, const Extents& n, DType in, DType out, DType bias_
   size_t c = aligned(size_t(n.c) * ir::size_bytes(out)), w = aligned(ctx.cublas_workspace_bytes);
   size_t bias = aligned(size_t(n.bias) * ir::size_bytes(bias_dtype));
   size_t addend = aligned(size_t(n.addend) * 4);
-  size_t aux = aligned(size_t(n.aux) * ir::size_bytes(out));
-  if (cudaMalloc(&bench.memory, a + b + c + w + bias + addend + aux) != cudaSuccess) return false;
+  if (cudaMalloc(&bench.memory, a + b + c + w + bias + addend) != cudaSuccess) return false;
   char* base = static_cast<char*>(bench.memory);
   bench.a = base;
   bench.b = base + a;
@@ -314,7 +286,6 @@ bool open_bench(Bench& bench, const Extents& n, DType in, DType out, DType bias_
   char* added = base + a + b + c + w;
   if (n.bias > 0) bench.added.bias = added;
   if (n.addend > 0) bench.added.addend = added + bias;
-  if (n.aux > 0) bench.added.aux = added + bias + addend;
   return cudaStreamCreateWithFlags(&bench.stream, cudaStreamNonBlocking) == cudaSuccess &&
          cudaEventCreate(&bench.start) == cudaSuccess &&
          cudaEventCreate(&bench.stop) == cudaSuccess &&
@@ -441,7 +412,7 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
                      (!one_call ? " calls=" + std::to_string(count) : "") + (ta ? " a^T" : "") +
                      (tb ? " b^T" : "") + (out != d ? " ->" + std::string(ir::ir_name(out)) : "") +
                      (epilogue.bias ? " +bias" : "") + (epilogue.addend ? "+addend" : "") +
-                     (epilogue.gelu ? "+gelu" : "") + (epilogue.bias_gradient ? " +bgrad" : "");
+                     (epilogue.bias_gradient ? " +bgrad" : "");
   if (d == DType::F32 && r.context.precision != Precision::F32) name += " tf32";
   Context* ctx = &r.context;
   int64_t out_bytes = g.M * g.N * int64_t(out_elem) * (g.folded ? 1 : count);
@@ -460,7 +431,7 @@ KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bo
     Added added{epilogue.bias            ? a.inputs[2]
                 : epilogue.bias_gradient ? a.stores[0]
                                          : nullptr,
-                epilogue.addend ? a.inputs[3] : nullptr, epilogue.gelu ? a.stores[0] : nullptr};
+                epilogue.addend ? a.inputs[3] : nullptr};
     for (int64_t i = 0; i < calls; ++i) {
       const void* A = at(a.inputs[0], g.a_offsets[size_t(i)]);
       const void* B = at(a.inputs[1], g.b_offsets[size_t(i)]);
@@ -576,10 +547,6 @@ KernelResult make_matmul_kernel(const KernelRequest& r) {
   Geometry g = geometry(r.inputs[0].shape, r.inputs[1].shape, ta);
   Epilogue epilogue{r.inputs.size() > 2, r.inputs.size() > 3,
                     r.inputs.size() > 2 ? r.inputs[2].dtype : DType::F32};
-  epilogue.gelu = r.attrs.approximate.has_value();
-  if (epilogue.gelu &&
-      (r.attrs.approximate != "tanh" || !epilogue.bias || epilogue.addend || r.output.dtype != d))
-    return no_kernel(r, "a product applies gelu (tanh) to its half result with a bias alone");
   if (epilogue.bias)
     if (std::string why = epilogue_unsupported(r, g, epilogue); !why.empty())
       return no_kernel(r, why);

@@ -203,71 +203,8 @@ std::vector<std::pair<NodeId, NodeId>> bias_gradient_sums(const Lowered& lowered
   return pairs;
 }
 
-// The tanh gelu of a bias sum, rounded back to the product's half type
-// (an MLP's first layer: `bf16(gelu(f32(x @ w) + b))`), whose gradient
-// reads the sum again after that rounding: cuBLASLt's epilogue computes
-// the gelu (GELU_AUX_BIAS) and also writes `x @ w + b`, rounded to half,
-// for the gradient, so no kernel runs between the two products. The
-// product's node becomes the bias's rounding to half (it sits after the
-// bias and before the rest), the widening cast becomes the pre-activation
-// product, the sum its widening to f32, and the gelu's rounding the gelu
-// product, which writes the pre-activation too. Returns (gelu product,
-// pre-activation), or nullopt with nothing rewritten.
-std::optional<std::pair<NodeId, NodeId>> gelu_in_product(Lowered& lowered, const Readers& r,
-                                                         const BiasSum& chain, Context& context) {
-  const LoweredNode& sum = lowered.nodes[size_t(chain.sum)];
-  const DType half = lowered.nodes[size_t(chain.product)].type.dtype;
-  // The bias's rounding takes the product's place: the bias must be there
-  // (a parameter or input is, wherever its node stands).
-  const Op bias_op = lowered.nodes[size_t(chain.bias)].op;
-  if (chain.bias >= chain.product && bias_op != Op::Param && bias_op != Op::Input)
-    return std::nullopt;
-  NodeId gelu = -1;
-  for (NodeId reader : r.of[size_t(chain.sum)]) {
-    const LoweredNode& n = lowered.nodes[size_t(reader)];
-    if (n.op != Op::Gelu || n.attrs.approximate != "tanh" || n.type != sum.type) continue;
-    if (gelu >= 0) return std::nullopt;
-    gelu = reader;
-  }
-  if (gelu < 0) return std::nullopt;
-  std::optional<NodeId> rounded = only_reader(r, gelu);
-  if (!rounded || lowered.nodes[size_t(*rounded)].op != Op::Cast ||
-      lowered.nodes[size_t(*rounded)].type.dtype != half)
-    return std::nullopt;
-  for (NodeId reader : r.of[size_t(chain.sum)])
-    if (reader != gelu && reader < *rounded) return std::nullopt;
-  const NodeId widening = sum.inputs[0] == chain.bias ? sum.inputs[1] : sum.inputs[0];
-
-  const LoweredNode product = lowered.nodes[size_t(chain.product)];
-  LoweredNode rounding = lowered.nodes[size_t(widening)];
-  rounding.inputs = {chain.bias};
-  rounding.type = lowered.nodes[size_t(chain.bias)].type;
-  rounding.type.dtype = half;
-  rounding.attrs.dtype = half;
-  LoweredNode pre = product;  // its origin too: the report's FLOPs
-  pre.inputs.push_back(chain.product);
-  LoweredNode activated = pre;
-  activated.attrs.approximate = "tanh";
-  activated.origin = lowered.nodes[size_t(gelu)].origin;
-  lowered.nodes[size_t(chain.product)] = rounding;
-  if (!accepted(lowered, pre, context) || !accepted(lowered, activated, context)) {
-    lowered.nodes[size_t(chain.product)] = product;
-    return std::nullopt;
-  }
-  LoweredNode widened = lowered.nodes[size_t(widening)];
-  widened.inputs = {widening};
-  widened.origin = sum.origin;
-  lowered.nodes[size_t(chain.sum)] = std::move(widened);
-  lowered.nodes[size_t(widening)] = std::move(pre);
-  lowered.nodes[size_t(*rounded)] = std::move(activated);
-  return std::pair{*rounded, widening};
-}
-
-std::vector<std::pair<NodeId, NodeId>> matmul_epilogues(Lowered& lowered,
-                                                        const std::vector<NodeId>& outputs,
-                                                        Context& context) {
+void matmul_epilogues(Lowered& lowered, const std::vector<NodeId>& outputs, Context& context) {
   Readers r = cpu::live_readers(lowered, outputs);
-  std::vector<std::pair<NodeId, NodeId>> stored;
   // Each chain's nodes are read only inside it, so a rewrite leaves the
   // other chains' readers as they were.
   for (size_t i = 0; i < lowered.nodes.size(); ++i) {
@@ -279,11 +216,6 @@ std::vector<std::pair<NodeId, NodeId>> matmul_epilogues(Lowered& lowered,
       continue;
     if (read_by_kernels_alone(lowered, r, chain->sum)) {
       becomes_product(lowered, chain->sum, chain->product, {chain->bias}, context);
-      continue;
-    }
-    if (std::optional<std::pair<NodeId, NodeId>> pair =
-            gelu_in_product(lowered, r, *chain, context)) {
-      stored.push_back(*pair);
       continue;
     }
     // Read only rounded back to the product's half type: the product adds
@@ -316,7 +248,6 @@ std::vector<std::pair<NodeId, NodeId>> matmul_epilogues(Lowered& lowered,
       copy.attrs = ir::Attrs{};
     }
   }
-  return stored;
 }
 
 }  // namespace sexpgpu::cuda

@@ -17,14 +17,10 @@ namespace sexpgpu::cuda {
 
 // Rewrites `lowered` in place: the last addition of a recognised chain
 // becomes the product (operands a, b, bias[, addend]); the product's old
-// node, its cast and the first addition die. A bias sum whose tanh gelu is
-// rounded back to half becomes a product whose attrs.approximate is "tanh"
-// (cuBLASLt's GELU_AUX_BIAS), which also writes the sum, rounded to half,
-// as another node: per such product, (product, that node), for the plan's
-// stores. `outputs` are the lowered ids of the function's outputs. Runs
-// after absorb_casts.
-std::vector<std::pair<ir::NodeId, ir::NodeId>> matmul_epilogues(
-    cpu::Lowered& lowered, const std::vector<ir::NodeId>& outputs, Context& context);
+// node, its cast and the first addition die. `outputs` are the lowered ids
+// of the function's outputs. Runs after absorb_casts.
+void matmul_epilogues(cpu::Lowered& lowered, const std::vector<ir::NodeId>& outputs,
+                      Context& context);
 
 // A linear layer's bias gradient beside its weight gradient: a half
 // product a^T b (a's transpose folded, lower.h) whose b (or what b

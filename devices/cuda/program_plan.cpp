@@ -108,7 +108,7 @@ std::string CudaProgram::build(const ir::Function& fn) {
   // Views first: the one cast of the whole qkv product they leave is what
   // the bias epilogue then folds into the product.
   views_ = view_attention_operands(lowered, outputs);
-  product_stores_ = matmul_epilogues(lowered, outputs, ctx_);
+  matmul_epilogues(lowered, outputs, ctx_);
   if (std::string e = plan(lowered); !e.empty()) return e;
   report_ = make_report(lowered);
   if (!ctx_.plan_only && !Profile::prefix().empty())
@@ -170,10 +170,6 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     const NodeId writer = groups[group].back();
     stores_of[size_t(writer)] = stored;
     for (NodeId id : stored) stored_by[size_t(id)] = writer;
-  }
-  for (auto [writer, id] : product_stores_) {
-    stores_of[size_t(writer)].push_back(id);
-    stored_by[size_t(id)] = writer;
   }
   for (auto& [group, fused] : grouping.fused) {
     const std::vector<NodeId>& members = groups[group];
@@ -305,10 +301,6 @@ std::string CudaProgram::plan(const Lowered& lowered) {
         steps_.back().members.push_back(nodes[square->second].origin);
     }
     if (n.origin >= 0) steps_.back().members.push_back(n.origin);
-    if (auto stored = stores_of.find(i); stored != stores_of.end())
-      for (NodeId id : stored->second)
-        if (nodes[size_t(id)].origin >= 0)
-          steps_.back().members.push_back(nodes[size_t(id)].origin);
     steps_.back().group = std::move(single);
     steps_.back().hoisted = hoisted[i];
     if (NodeId sum = sum_of_product[i]; sum >= 0) {

@@ -126,8 +126,6 @@ class CudaProgram final : public Program {
   ir::Function fn_;
   std::vector<Step> steps_;
   std::vector<NodeViews> views_;  // per lowered node: attention operands read in place
-  // (product, node it also writes): matmul_epilogues' gelu products.
-  std::vector<std::pair<NodeId, NodeId>> product_stores_;
   std::vector<std::pair<size_t, Kernel>> constant_kernels_;  // (offset, creation kernel)
   size_t constant_bytes_ = 0, arena_bytes_ = 0;
   DevicePtr arena_, constants_;
