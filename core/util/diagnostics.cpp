@@ -16,7 +16,9 @@ std::string_view SourceFile::line_text(uint32_t line) const {
   return s;
 }
 
-SourceMap::SourceMap() { files_.push_back(std::make_unique<SourceFile>()); }
+SourceMap::SourceMap() {
+  files_.push_back(std::make_unique<SourceFile>());
+}
 
 uint32_t SourceMap::add(std::string path, std::string text) {
   auto f = std::make_unique<SourceFile>();
@@ -29,7 +31,9 @@ uint32_t SourceMap::add(std::string path, std::string text) {
   return uint32_t(files_.size() - 1);
 }
 
-static bool is_utf8_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+static bool is_utf8_continuation(unsigned char c) {
+  return (c & 0xC0) == 0x80;
+}
 
 void SourceMap::locate(uint32_t id, size_t offset, uint32_t& line, uint32_t& col) const {
   const SourceFile& f = *files_[id];
@@ -41,7 +45,9 @@ void SourceMap::locate(uint32_t id, size_t offset, uint32_t& line, uint32_t& col
     if (!is_utf8_continuation(static_cast<unsigned char>(f.text[i]))) ++col;
 }
 
-void DiagnosticSink::report(Diagnostic d) { diags_.push_back(std::move(d)); }
+void DiagnosticSink::report(Diagnostic d) {
+  diags_.push_back(std::move(d));
+}
 
 size_t DiagnosticSink::error_count() const {
   return size_t(std::count_if(diags_.begin(), diags_.end(),
@@ -74,7 +80,9 @@ static size_t byte_of_column(std::string_view text, uint32_t col) {
 }
 
 static void render_location(const SourceMap& sources, Span span, std::string& out) {
-  if (!span.valid()) return;
+  // Line 0 is the file as a whole (a selection error: an unknown knob or
+  // variant on the command line): there is no source line to show.
+  if (!span.valid() || span.line == 0) return;
   const SourceFile& f = sources.file(span.file);
   std::string_view text = f.line_text(span.line);
   // A very long line (generated or minified code) is shown as a window of

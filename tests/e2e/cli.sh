@@ -174,6 +174,12 @@ expect knob-min 1 $? "knobs.lisp:1:1: E-KNOB-TYPE knob 'width' = 0 is below the 
 expect knob-type 1 $? "E-KNOB-TYPE knob 'width' = wide is not of type integer" "$TMP/out"
 "$BIN" check "$TMP/knobs.lisp" --set depth=3 >"$TMP/out" 2>&1
 expect knob-unknown 1 $? "E-KNOB-UNKNOWN --set sets 'depth'" "$TMP/out"
+# A selection error is about the file as a whole: no empty source line under it.
+if grep -qE '^ +0 \|' "$TMP/out"; then
+  echo "FAIL knob-unknown-excerpt: a line-0 diagnostic shows a source line"; fail=$((fail + 1))
+else
+  echo "ok   knob-unknown-excerpt"
+fi
 "$BIN" check "$TMP/knobs.lisp" --set width >"$TMP/out" 2>&1
 expect knob-set-malformed 2 $?
 
