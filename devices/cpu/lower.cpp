@@ -260,6 +260,18 @@ std::optional<LoweredGroup> gather_group(const Lowered& lowered,
   return build_group(lowered, members);
 }
 
+std::vector<ir::TensorType> op_operand_types(const Lowered& lowered, const LoweredNode& n,
+                                             const ir::NodeIds& operands) {
+  std::vector<ir::TensorType> types;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    ir::TensorType t = lowered.nodes[size_t(operands[k])].type;
+    if (k < 2 && n.transposed[k])
+      std::swap(t.shape[t.shape.rank() - 2], t.shape[t.shape.rank() - 1]);
+    types.push_back(std::move(t));
+  }
+  return types;
+}
+
 LiveReaders live_readers(const Lowered& lowered, const std::vector<ir::NodeId>& outputs) {
   const size_t count = lowered.nodes.size();
   LiveReaders r{std::vector<bool>(count, false), std::vector<bool>(count, false),

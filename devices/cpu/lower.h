@@ -78,6 +78,12 @@ std::optional<LoweredGroup> gather_group(const Lowered& lowered,
 // else reads it (the plan drops dead nodes).
 void fold_transposes(Lowered& lowered);
 
+// The types of `operands` (n's inputs, or what its kernel reads in their
+// place) as n's op sees them: an operand whose transpose was folded
+// (transposed[k]) with its last two axes swapped back.
+std::vector<ir::TensorType> op_operand_types(const Lowered& lowered, const LoweredNode& n,
+                                             const ir::NodeIds& operands);
+
 // The nodes `outputs` need (live), which of them are outputs, and each
 // node's live readers (once per operand it is read as), in program order.
 struct LiveReaders {

@@ -198,13 +198,7 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
       steps_.push_back(Step{fused->second.first, {}, {}, n.origin, n.op});
       continue;
     }
-    std::vector<ir::TensorType> in_types;  // as the op sees them: transposed operands swapped back
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      ir::TensorType t = nodes[size_t(n.inputs[k])].type;
-      if (k < 2 && n.transposed[k])
-        std::swap(t.shape[t.shape.rank() - 2], t.shape[t.shape.rank() - 1]);
-      in_types.push_back(std::move(t));
-    }
+    std::vector<ir::TensorType> in_types = op_operand_types(lowered, n, n.inputs);
     bool aliasable = n.op == Op::Reshape || n.op == Op::StopGradient;
     if (aliasable && !placed[i]) {
       root[i] = root[size_t(n.inputs[0])];

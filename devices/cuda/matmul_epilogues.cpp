@@ -73,13 +73,7 @@ std::optional<BiasSum> bias_sum(const Lowered& lowered, const Readers& r, NodeId
 // Whether the matmul kernels take `n` (program_plan.cpp's view of it: transposed
 // operands swapped back).
 bool accepted(const Lowered& lowered, const LoweredNode& n, Context& context) {
-  std::vector<ir::TensorType> types;
-  for (size_t k = 0; k < n.inputs.size(); ++k) {
-    ir::TensorType t = lowered.nodes[size_t(n.inputs[k])].type;
-    if (k < 2 && n.transposed[k])
-      std::swap(t.shape[t.shape.rank() - 2], t.shape[t.shape.rank() - 1]);
-    types.push_back(std::move(t));
-  }
+  std::vector<ir::TensorType> types = cpu::op_operand_types(lowered, n, n.inputs);
   return bool(make_kernel(KernelRequest{n.op, n.attrs, types, n.type, context, n.transposed}));
 }
 

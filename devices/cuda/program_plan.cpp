@@ -250,13 +250,7 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     }
     auto square = summed_square.find(i);
     const ir::NodeIds& operands = operands_of(i);
-    std::vector<ir::TensorType> in_types;  // as the op sees them: transposed operands swapped back
-    for (size_t k = 0; k < operands.size(); ++k) {
-      ir::TensorType t = nodes[size_t(operands[k])].type;
-      if (k < 2 && n.transposed[k])
-        std::swap(t.shape[t.shape.rank() - 2], t.shape[t.shape.rank() - 1]);
-      in_types.push_back(std::move(t));
-    }
+    std::vector<ir::TensorType> in_types = cpu::op_operand_types(lowered, n, operands);
     bool aliasable = n.op == Op::Reshape || n.op == Op::StopGradient;
     if (aliasable && !placed[i]) {
       root[i] = root[size_t(n.inputs[0])];
