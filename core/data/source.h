@@ -54,6 +54,13 @@ class Source {
   // /data/train-labels.gz": for messages, `explain` and checkpoints.
   virtual const std::string& description() const = 0;
   virtual const std::vector<Field>& fields() const = 0;
+  // The files it reads, canonical (symlinks, `.` and `..` resolved), so that
+  // two sources over one file are known to be the same data however their
+  // paths were written (E-EVAL-LEAK). Empty for generated sources.
+  virtual const std::vector<std::filesystem::path>& files() const {
+    static const std::vector<std::filesystem::path> none;
+    return none;
+  }
   // The number of examples.
   virtual int64_t size() const = 0;
   // Tokens per example for token sources (their seq-len), 0 for the others:
@@ -71,6 +78,10 @@ class Source {
 };
 
 using SourcePtr = std::shared_ptr<Source>;
+
+// `path` with symlinks, `.` and `..` resolved as far as it exists: what
+// Source::files() holds.
+std::filesystem::path canonical_file(const std::filesystem::path& path);
 
 // ---------------------------------------------------------------------------
 // The sources. Paths are already resolved (lookup.h).

@@ -6,6 +6,12 @@
 
 namespace sexpgpu::data {
 
+std::filesystem::path canonical_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
+  return ec ? std::filesystem::absolute(path, ec).lexically_normal() : canonical;
+}
+
 namespace {
 
 template <class From, class To>

@@ -41,16 +41,20 @@ class ArraySource final : public Source {
  public:
   using LoadFn = std::function<ir::Result<ArrayData>()>;
 
-  ArraySource(std::string description, std::vector<Field> fields, int64_t size,
-              int64_t tokens_per_example, LoadFn load)
+  // `files` as written (found by lookup.h); they are kept canonical.
+  ArraySource(std::string description, const std::vector<std::filesystem::path>& files,
+              std::vector<Field> fields, int64_t size, int64_t tokens_per_example, LoadFn load)
       : description_(std::move(description)),
         fields_(std::move(fields)),
         size_(size),
         tokens_per_example_(tokens_per_example),
-        load_fn_(std::move(load)) {}
+        load_fn_(std::move(load)) {
+    for (const std::filesystem::path& f : files) files_.push_back(canonical_file(f));
+  }
 
   const std::string& description() const override { return description_; }
   const std::vector<Field>& fields() const override { return fields_; }
+  const std::vector<std::filesystem::path>& files() const override { return files_; }
   int64_t size() const override { return size_; }
   int64_t tokens_per_example() const override { return tokens_per_example_; }
   Status load() override;
@@ -59,6 +63,7 @@ class ArraySource final : public Source {
  private:
   std::string description_;
   std::vector<Field> fields_;
+  std::vector<std::filesystem::path> files_;
   int64_t size_;
   int64_t tokens_per_example_;
   LoadFn load_fn_;

@@ -184,8 +184,8 @@ ir::Result<SourcePtr> open_csv(const fs::path& path, const std::vector<CsvColumn
     }
     return data;
   };
-  return SourcePtr(std::make_shared<ArraySource>("csv " + path.string(), std::move(fields), rows, 0,
-                                                 std::move(load)));
+  return SourcePtr(std::make_shared<ArraySource>("csv " + path.string(), std::vector{path},
+                                                 std::move(fields), rows, 0, std::move(load)));
 }
 
 }  // namespace sexpgpu::data

@@ -227,7 +227,8 @@ ir::Result<SourcePtr> open_idx(const fs::path& images, const fs::path& labels) {
     return data;
   };
   std::string description = "idx " + images.string() + " " + labels.string();
-  return SourcePtr(std::make_shared<ArraySource>(std::move(description), std::move(fields),
+  return SourcePtr(std::make_shared<ArraySource>(std::move(description),
+                                                 std::vector{images, labels}, std::move(fields),
                                                  img->header.dims[0], 0, std::move(load)));
 }
 

@@ -208,8 +208,10 @@ ir::Result<SourcePtr> open_npy(const std::vector<NpyField>& specs) {
     description += " :" + spec.name + " " + spec.path.string();
   }
   int64_t examples = files[0].header.shape[0];
+  std::vector<fs::path> paths;
+  for (const NpyField& spec : specs) paths.push_back(spec.path);
   auto load = [files, fields] { return load_files(files, fields); };
-  return SourcePtr(std::make_shared<ArraySource>(std::move(description), std::move(fields),
+  return SourcePtr(std::make_shared<ArraySource>(std::move(description), paths, std::move(fields),
                                                  examples, 0, std::move(load)));
 }
 

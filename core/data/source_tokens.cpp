@@ -99,7 +99,7 @@ ir::Result<SourcePtr> open_stream(std::string_view kind, const std::vector<fs::p
   if (kind == "tokens") description += " :dtype " + std::string(ir::lisp_keyword(dtype));
   description += " :seq-len " + std::to_string(seq_len);
   auto load = [files = *files, dtype, seq_len] { return load_stream(files, dtype, seq_len); };
-  return SourcePtr(std::make_shared<ArraySource>(std::move(description), std::move(fields),
+  return SourcePtr(std::make_shared<ArraySource>(std::move(description), paths, std::move(fields),
                                                  examples, seq_len, std::move(load)));
 }
 

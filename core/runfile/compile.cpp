@@ -327,10 +327,24 @@ void stage_accumulate(Interp& in) {
   guard.keep();
 }
 
-// E-EVAL-LEAK: the train loader itself, or a loader over the same source
-// whose split overlaps the train loader's.
+// Whether two sources read the same data: a file in common (compared
+// canonically, so `./data/x.npy`, `data/x.npy`, a symlinked directory or a
+// `..` detour are one file), or for generated sources the same description
+// (their seed and sizes are all of it).
+bool same_data(const data::Source& a, const data::Source& b) {
+  if (a.files().empty() || b.files().empty()) return a.description() == b.description();
+  for (const auto& f : a.files())
+    if (std::find(b.files().begin(), b.files().end(), f) != b.files().end()) return true;
+  return false;
+}
+
+// E-EVAL-LEAK: the train loader itself, or a loader over the same data
+// whose split overlaps the train loader's. Over the same examples the splits
+// are compared as example ranges; over the same files cut into other
+// examples (another :seq-len, another set of fields) as fractions of them.
 void check_eval_leaks(Interp& in, const Compilation& c) {
   const Loaders& loaders = loaders_of(in);
+  const LoaderDecl& train = *c.train;
   for (const EvalDecl& e : contract_of(in).evals) {
     const LoaderDecl* l = loaders.find(e.loader);
     if (!l)
@@ -341,19 +355,33 @@ void check_eval_leaks(Interp& in, const Compilation& c) {
       in.fail_at(e.span, "E-EVAL-LEAK",
                  "defeval " + e.name + " evaluates on loader train, which the run trains on",
                  "define a separate loader over held-out data, e.g. :split (0.9 1.0)");
-    if (l->source->description() != c.train->source->description()) continue;
+    if (!same_data(*l->source, *train.source)) continue;
+    const char* fix = "give the two loaders disjoint :split ranges, e.g. (0.0 0.9) and (0.9 1.0)";
     int64_t n = l->source->size();
-    int64_t a0 = data::split_index(c.train->options.split_from, n);
-    int64_t a1 = data::split_index(c.train->options.split_to, n);
-    int64_t b0 = data::split_index(l->options.split_from, n);
-    int64_t b1 = data::split_index(l->options.split_to, n);
-    if (std::max(a0, b0) < std::min(a1, b1))
+    if (n == train.source->size()) {
+      int64_t a0 = data::split_index(train.options.split_from, n);
+      int64_t a1 = data::split_index(train.options.split_to, n);
+      int64_t b0 = data::split_index(l->options.split_from, n);
+      int64_t b1 = data::split_index(l->options.split_to, n);
+      if (std::max(a0, b0) < std::min(a1, b1))
+        in.fail_at(e.span, "E-EVAL-LEAK",
+                   "defeval " + e.name + " reads loader " + e.loader + ", whose examples [" +
+                       std::to_string(b0) + ", " + std::to_string(b1) + ") of " +
+                       l->source->description() + " overlap train's [" + std::to_string(a0) + ", " +
+                       std::to_string(a1) + ") of " + train.source->description(),
+                   fix);
+    } else if (std::max(train.options.split_from, l->options.split_from) <
+               std::min(train.options.split_to, l->options.split_to)) {
+      auto split = [](const data::LoaderOptions& o) {
+        return "(" + lisp::format_float(o.split_from) + " " + lisp::format_float(o.split_to) + ")";
+      };
       in.fail_at(e.span, "E-EVAL-LEAK",
-                 "defeval " + e.name + " reads loader " + e.loader + ", whose examples [" +
-                     std::to_string(b0) + ", " + std::to_string(b1) + ") of " +
-                     l->source->description() + " overlap train's [" + std::to_string(a0) + ", " +
-                     std::to_string(a1) + ")",
-                 "give the two loaders disjoint :split ranges, e.g. (0.0 0.9) and (0.9 1.0)");
+                 "defeval " + e.name + " reads loader " + e.loader + ", whose :split " +
+                     split(l->options) + " of " + l->source->description() +
+                     " overlaps train's :split " + split(train.options) + " of " +
+                     train.source->description() + ", over the same files",
+                 fix);
+    }
   }
 }
 
