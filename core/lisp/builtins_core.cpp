@@ -492,6 +492,8 @@ static std::string format_message(Interp& in, Value* args, int nargs) {
 
 // ---- registration ------------------------------------------------------------------------
 
+void define_features_variable(Interp& in);  // features.cpp: *features*
+
 void register_core_builtins(Interp& in) {
   in.defconstant("MOST-POSITIVE-FIXNUM", Value::integer(INT64_MAX));
   in.defconstant("MOST-NEGATIVE-FIXNUM", Value::integer(INT64_MIN));
@@ -640,6 +642,7 @@ void register_core_builtins(Interp& in) {
     counter.special = true;
     counter.value_origin = kBuiltin;
   }
+  define_features_variable(in);
   SG_BUILTIN(in, "GENSYM", 0, 1, "a fresh uninterned symbol G<n>, n from *gensym-counter*", {
     std::string prefix = "G";
     if (nargs > 0 && args[0].is_string()) {

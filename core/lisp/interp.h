@@ -162,6 +162,12 @@ struct PrintOptions {
   bool readably = false;   // --readably
 };
 
+// The reader's features (`#+cuda`, `*features*`), upper-case: SEXPGPU, and
+// CUDA or NCCL where this build has that device. Fixed when the binary is
+// built, so a file reads the same on every machine the build runs on,
+// whichever plugins load there (features.cpp).
+std::vector<std::string> build_features();
+
 class Interp {
  public:
   explicit Interp(SourceMap& sources, DiagnosticSink& sink);
@@ -172,7 +178,7 @@ class Interp {
   SourceMap& sources;
   DiagnosticSink& sink;  // warnings (W-*) and print output notes go here
   Limits limits;
-  std::vector<std::string> features = {"SEXPGPU"};
+  std::vector<std::string> features = build_features();
   std::string* output = nullptr;  // where print/format t write (stderr if null)
 
   // ---- symbols --------------------------------------------------------------

@@ -2,6 +2,7 @@
 // path, loading a module once per compilation, cycles, prefixes and :only.
 #include "lisp/modules.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,11 +15,44 @@ namespace sexpgpu::lisp {
 
 namespace fs = std::filesystem;
 
-// The standard modules' directories ("sexpgpu/nn" is sexpgpu/nn.lisp in one
-// of them), colon-separated: the prelude's and the optimizers'.
+// The standard modules' directories in the source tree ("sexpgpu/nn" is
+// sexpgpu/nn.lisp in one of them), colon-separated: the prelude's and the
+// optimizers'. Only a binary of this build tree reads them; an installed one
+// reads its own copies (standard_module_dirs).
 #ifndef SEXPGPU_LISP_DIRS
 #define SEXPGPU_LISP_DIRS ""
 #endif
+#ifndef SEXPGPU_BUILD_DIR
+#define SEXPGPU_BUILD_DIR ""
+#endif
+
+namespace {
+
+// Where the standard modules are: the source tree for a binary inside the
+// build directory (so an edit to nn.lisp is seen without installing), and
+// otherwise PREFIX/share/sexpgpu/lisp beside the binary's PREFIX/bin, where
+// `cmake --install` puts them. An installed binary never looks in the
+// source tree it was built from, which may be gone or newer.
+std::vector<std::string> standard_module_dirs() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  fs::path build = fs::weakly_canonical(SEXPGPU_BUILD_DIR, ec);
+  fs::path real = fs::weakly_canonical(exe, ec);
+  auto [b, r] = std::mismatch(build.begin(), build.end(), real.begin(), real.end());
+  std::vector<std::string> dirs;
+  if (!build.empty() && b == build.end()) {
+    std::stringstream standard(SEXPGPU_LISP_DIRS);
+    for (std::string d; std::getline(standard, d, ':');)
+      if (!d.empty()) dirs.push_back(d);
+    return dirs;
+  }
+  fs::path installed = exe.parent_path() / ".." / "share" / "sexpgpu" / "lisp";
+  dirs.push_back(installed.lexically_normal().string());
+  return dirs;
+}
+
+}  // namespace
 
 std::vector<std::string> module_search_dirs(const Interp& in, const std::string& from_file) {
   std::vector<std::string> dirs;
@@ -35,9 +69,8 @@ std::vector<std::string> module_search_dirs(const Interp& in, const std::string&
       if (!d.empty()) dirs.push_back(d);
   }
   for (const std::string& d : in.module_path) dirs.push_back(d);
-  std::stringstream standard(SEXPGPU_LISP_DIRS);
-  for (std::string d; std::getline(standard, d, ':');)
-    if (!d.empty()) dirs.push_back(d);
+  static const std::vector<std::string> standard = standard_module_dirs();
+  dirs.insert(dirs.end(), standard.begin(), standard.end());
   return dirs;
 }
 

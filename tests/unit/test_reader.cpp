@@ -8,7 +8,8 @@ using namespace sexpgpu::lisp;
 static std::string read_print(Session& s, const std::string& text) {
   auto forms = read_string_forms(*s.interp, "<test>", text);
   std::string out;
-  for (auto& f : forms) out += (out.empty() ? "" : " ") + s.interp->print(f.form, {true, true, true});
+  for (auto& f : forms)
+    out += (out.empty() ? "" : " ") + s.interp->print(f.form, {true, true, true});
   return out;
 }
 
@@ -18,7 +19,8 @@ TEST_CASE("reader reads the syntax of language.md", "[reader]") {
   CHECK(read_print(s, "'x `(a ,b ,@c) #'f") == "'X `(A ,B ,@C) #'F");
   CHECK(read_print(s, "#x1F #b101 #o17 1.5 1e-3 1.5d0 -0.0 1.") == "31 5 15 1.5 0.001 1.5 -0.0 1");
   CHECK(read_print(s, "\"a\\\"b\" #\\a #\\Space #\\Newline") == "\"a\\\"b\" #\\a #\\  #\\Newline");
-  CHECK(read_print(s, "|Mixed Case| :lr nn:linear #(1 2 3)") == "|Mixed Case| :LR NN:LINEAR #(1 2 3)");
+  CHECK(read_print(s, "|Mixed Case| :lr nn:linear #(1 2 3)") ==
+        "|Mixed Case| :LR NN:LINEAR #(1 2 3)");
   CHECK(read_print(s, "a #| nested #| comment |# |# b ; line\n c") == "A B C");
   CHECK(read_print(s, "#+sexpgpu yes #-sexpgpu no #+cuda-nope x y") == "YES Y");
   CHECK(read_print(s, "1/2 6/3") == "0.5 2");
@@ -60,4 +62,26 @@ TEST_CASE("every element of a list carries its span", "[reader]") {
   CHECK(bar.line == 2);
   CHECK(bar.col == 3);
   CHECK(bar.end_col == 6);
+}
+
+// *features* is what this build has, fixed at build time (the CMake option
+// that builds the CUDA device also sets SEXPGPU_TEST_BUILD_CUDA here), never
+// what a machine loads: the same file reads the same on every machine.
+TEST_CASE("#+cuda and *features* say what the build has", "[reader]") {
+  Session s;
+#if SEXPGPU_TEST_BUILD_CUDA
+  const char* cuda = "YES";
+#else
+  const char* cuda = "NO";
+#endif
+  CHECK(read_print(s, "#+cuda yes #-cuda no") == cuda);
+  CHECK(read_print(s, "#+(and sexpgpu (not nccl)) ok") == "OK");
+  std::vector<Value> last;
+  REQUIRE(s.eval_string("<test>",
+                        "(list (not (null (member :sexpgpu *features*)))"
+                        " (not (null (member :cuda *features*))))",
+                        &last));
+  REQUIRE(last.size() == 1);
+  CHECK(s.interp->print(last[0], {true, true, true}) ==
+        std::string(SEXPGPU_TEST_BUILD_CUDA ? "(T T)" : "(T NIL)"));
 }
