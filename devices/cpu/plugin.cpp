@@ -51,6 +51,11 @@ struct sg_device {
   std::string stats_json;
 };
 
+// OpenBLAS's own report of its build and of the kernel it chose for this
+// processor at load time. Weak: another BLAS leaves them null.
+extern "C" char* openblas_get_config(void) __attribute__((weak));
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+
 namespace {
 
 const sg_host_api* g_host = nullptr;
@@ -112,12 +117,23 @@ sg_error_code error_code(const sg_error* e) {
 
 // ---- Devices
 
+// The CPU's "driver" is the BLAS: its matrix products are the ones whose
+// results depend on the machine (OpenBLAS picks a kernel per processor, and
+// kernels of other vector widths add in other orders), so `doctor` names it.
+std::string blas_name() {
+  if (!openblas_get_config) return "a BLAS other than OpenBLAS";
+  std::string name = openblas_get_config();
+  while (!name.empty() && name.back() == ' ') name.pop_back();
+  if (openblas_get_corename) name += " (kernel " + std::string(openblas_get_corename()) + ")";
+  return name;
+}
+
 sg_error* probe(const char** out_json, size_t* out_len) {
   return firewall([&]() -> sg_error* {
     nlohmann::json device = {{"name", "cpu"},
                              {"memory_bytes", physical_memory()},
                              {"compute_capability", ""},
-                             {"driver", ""},
+                             {"driver", blas_name()},
                              {"cores", sysconf(_SC_NPROCESSORS_ONLN)}};
     g_probe_json = nlohmann::json{
         {"available", true},

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The contract examples (examples/*.lisp): each checks with no diagnostic at
-# all in under a second, and the quick ones train to what they promise.
+# all in under a second, is in `sexpgpu fmt`'s layout, and the quick ones
+# train to what they promise.
 # Usage: examples.sh SEXPGPU SOURCE_DIR
 set -u
 BIN=$1
@@ -22,6 +23,12 @@ for f in "$SRC"/examples/*.lisp; do
     echo "ok   check $name in $ms ms"
   fi
 done
+
+# Every example is in the one layout: `sexpgpu fmt --check` changes nothing.
+"$BIN" fmt --check "$SRC"/examples/*.lisp >"$TMP/out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ]; then echo "ok   fmt --check examples/*.lisp"; else
+  echo "FAIL fmt --check: exit $rc; these would change:"; cat "$TMP/out"; fail=$((fail + 1)); fi
 
 # charlm's tiny variant learns: val/loss far below a uniform guess (ln 256 = 5.55).
 "$BIN" run "$SRC/examples/charlm.lisp" --variant tiny --quiet --out "$TMP/charlm" >"$TMP/out" 2>&1

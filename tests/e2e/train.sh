@@ -147,6 +147,19 @@ expect out-unwritable 3 $? "E-IO" "$TMP/err"
 "$BIN" run "$FILE" --quiet --out "$TMP/c" --resume latest --set steps=700 >"$TMP/out" 2>"$TMP/err"
 expect resume-mismatch 1 $? "E-RESUME-MISMATCH" "$TMP/err"
 
+# Resume checks the checkpoint's CRCs: one flipped byte is refused (E-IO,
+# exit 3), and the run directory's events are left as they were.
+cp -r "$TMP/c" "$TMP/damaged"
+model=$(readlink -f "$TMP/damaged/checkpoints/latest")/model.safetensors
+size=$(stat -c %s "$model")
+byte=$(od -An -tu1 -j $((size - 3)) -N1 "$model" | tr -d ' ')
+printf "\\$(printf '%03o' $((255 - byte)))" | dd of="$model" bs=1 seek=$((size - 3)) conv=notrunc status=none
+before=$(wc -l <"$TMP/damaged/events.jsonl")
+"$BIN" run "$FILE" --quiet --out "$TMP/damaged" --resume latest >"$TMP/out" 2>"$TMP/err"
+expect resume-damaged 3 $? "is damaged" "$TMP/err"
+[ "$(wc -l <"$TMP/damaged/events.jsonl")" -eq "$before" ] && echo "ok   resume-damaged-no-events" ||
+  { echo "FAIL resume-damaged-no-events: events.jsonl grew"; fail=$((fail + 1)); }
+
 # The finite guard: a loss that becomes infinite stops the run with exit 4.
 cat >"$TMP/nonfinite.lisp" <<'LISP'
 (require "sexpgpu/nn")

@@ -2,6 +2,8 @@
 // like a golden file (forms, ";=> value", ";!CODE"), in a fresh session per
 // block, so the docs cannot drift from what the binary does. Every page of
 // the docs index exists, and docs/llms.txt lists every page.
+#include <regex>
+
 #include "golden_runner.h"
 #include "util/big_stack.h"
 
@@ -67,4 +69,41 @@ TEST_CASE("docs/llms.txt lists every page in docs/", "[docs]") {
     INFO("llms.txt does not list " << e.path().filename());
     CHECK(llms.find(e.path().filename().string()) != std::string::npos);
   }
+}
+
+// The docs index (shared/seed/docs-index.md, beside the repository where the
+// project keeps it) fixes each page's name, order and one-line promise;
+// llms.txt repeats them, in that order, for every page that is written.
+TEST_CASE("docs/llms.txt follows the docs index's order and promises", "[docs]") {
+  namespace fs = std::filesystem;
+  fs::path source(SEXPGPU_SOURCE_DIR);
+  fs::path index = source.parent_path() / "shared" / "seed" / "docs-index.md";
+  if (!fs::exists(index)) {
+    WARN("skipped: no docs index at " << index.string() << " (the project's shared/ folder)");
+    return;
+  }
+  auto read = [](const fs::path& p) {
+    std::ifstream f(p);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  std::string llms = read(source / "docs" / "llms.txt");
+  std::istringstream in(read(index));
+  const std::regex entry(R"(^- \[(.*)\]\(https://[^)]*/docs/([a-z0-9-]+\.md)\) — (.*)$)");
+  std::string line;
+  size_t at = 0;
+  int pages = 0;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, entry)) continue;
+    if (!fs::exists(source / "docs" / m[2].str())) continue;  // not written yet
+    std::string want = "- [" + m[1].str() + "](" + m[2].str() + "): " + m[3].str() + "\n";
+    size_t found = llms.find(want, at);
+    INFO("llms.txt lacks, after the pages before it in the index: " << want);
+    CHECK(found != std::string::npos);
+    if (found != std::string::npos) at = found + want.size();
+    ++pages;
+  }
+  CHECK(pages >= 40);
 }
