@@ -88,7 +88,7 @@ std::string prepare_run_dir(const std::string& dir, bool resume, bool fresh, int
     return "";
   }
   if (!fresh)
-    return "E-RUN-EXISTS " + dir +
+    return std::string("E-RUN-EXISTS") + " " + dir +
            " already holds a run\n  fix: continue it with --resume latest, or start over with "
            "--fresh (the old run is moved aside), or choose another --out";
   for (int n = 1;; ++n) {
