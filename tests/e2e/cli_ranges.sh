@@ -179,6 +179,10 @@ for verb in check explain ir variants run eval fmt doctor; do
 done
 "$BIN" annotate "$TMP/no-run" "note" >"$TMP/out" 2>"$TMP/err"
 expect missing-run-annotate 2 $? "no such run directory" "$TMP/err"
+"$BIN" status "$TMP/no-run" >"$TMP/out" 2>"$TMP/err"
+expect missing-run-status 2 $? "no-run: no such run directory" "$TMP/err"
+"$BIN" checkpoint list "$TMP/no-run" >"$TMP/out" 2>"$TMP/err"
+expect missing-run-checkpoint 2 $? "no-run: no such" "$TMP/err"
 
 # --json on eval, fmt, docs and annotate: one JSON document on stdout.
 "$BIN" eval -e '(values (+ 1 2) "a")' --json >"$TMP/out" 2>"$TMP/err"
