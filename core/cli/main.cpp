@@ -2,8 +2,12 @@
 // large stack and dispatches to the verbs.
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <limits>
 
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
@@ -16,34 +20,113 @@
 
 namespace sexpgpu::cli {
 
+constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+
+std::string range_text(int64_t min, int64_t max) {
+  auto shown = [](int64_t v) {
+    return v == kMaxInt64 ? std::string("9223372036854775807 (2^63-1)") : std::to_string(v);
+  };
+  if (max == kMaxInt64) return min == 0 ? "0 to " + shown(max) : "at least " + shown(min);
+  return shown(min) + " to " + shown(max);
+}
+
+CLI::Validator integer_range(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        std::string_view digits = text;
+        bool negative = !digits.empty() && digits[0] == '-';
+        if (negative) digits.remove_prefix(1);
+        bool whole = !digits.empty() && digits.find_first_not_of("0123456789") == digits.npos;
+        if (!whole) return "'" + text + "' is not a whole number; it takes " + range_text(min, max);
+        int64_t value = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || value < min || value > max)
+          return text + " is out of range: it takes " + range_text(min, max);
+        return "";
+      },
+      "INT in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+
+namespace {
+bool g_quiet = false;
+}
+
+bool quiet() {
+  return g_quiet;
+}
+
+// Every verb and sub-verb takes --quiet after it, the app before it.
+void add_quiet(CLI::App& app) {
+  if (!app.get_option_no_throw("--quiet"))
+    app.add_flag("--quiet", g_quiet, "nothing on standard error but errors (any verb)");
+  for (CLI::App* sub : app.get_subcommands({})) add_quiet(*sub);
+}
+
+bool load_or_report(lisp::Session& s, const std::string& file, const char* verb) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    std::cerr << "sexpgpu " << verb << ": cannot read " << file << ": no such file\n";
+    return false;
+  }
+  std::string io_error;
+  if (!s.load_file(file, &io_error)) {
+    std::cerr << "sexpgpu " << verb << ": " << io_error << "\n";
+    return false;
+  }
+  return true;
+}
+
+nlohmann::json diagnostics_json(const lisp::Session& s) {
+  return nlohmann::json::parse(render_json(s.sources, s.sink.all()));
+}
+
+nlohmann::json bare_diagnostic(const std::string& code, const std::string& message,
+                               const std::string& file) {
+  return {{"file", file.empty() ? nlohmann::json(nullptr) : nlohmann::json(file)},
+          {"line", nullptr},
+          {"col", nullptr},
+          {"end_line", nullptr},
+          {"end_col", nullptr},
+          {"code", code},
+          {"severity", code.starts_with("W-") ? "warning" : "error"},
+          {"message", message},
+          {"fix", nullptr},
+          {"notes", nlohmann::json::array()}};
+}
+
 void LimitFlags::add_to(CLI::App* cmd) {
-  cmd->add_option("--eval-steps", limits.steps, "evaluation step limit (default 2e7)");
-  cmd->add_option("--eval-depth", limits.depth, "call depth limit (default 10000)");
+  cmd->add_option("--eval-steps", limits.steps, "evaluation step limit (default 2e7)")
+      ->check(integer_range(1, kMaxInt64));
+  cmd->add_option("--eval-depth", limits.depth, "call depth limit (default 10000)")
+      ->check(integer_range(1, std::numeric_limits<uint32_t>::max()));
   cmd->add_option("--eval-heap", limits.heap_bytes,
-                  "compile-time heap limit in bytes (default 1 GiB)");
+                  "compile-time heap limit in bytes (default 1 GiB)")
+      ->check(integer_range(1, kMaxInt64));
   cmd->add_option("--ir-nodes", limits.ir_nodes,
-                  "IR nodes per function before fusion (default 100000)");
+                  "IR nodes per function before fusion (default 100000)")
+      ->check(integer_range(1, kMaxInt64));
   cmd->add_option("--variant", variants, "apply declared variants, left to right")->delimiter(',');
   cmd->add_option("--set", sets, "set a knob: KNOB=VALUE (repeatable; after the variants)");
   cmd->add_option("--point", point, "a sweep point: SWEEP:INDEX (0-based; applied last)");
 }
 
 std::unique_ptr<lisp::Session> LimitFlags::load(const std::string& file, const char* verb,
-                                                int& exit_code, bool compile) const {
+                                                int& exit_code, bool compile,
+                                                bool print_diagnostics) const {
   auto s = std::make_unique<lisp::Session>(limits);
   if (!request(s->selection().request)) {
     exit_code = kUsage;
     return nullptr;
   }
-  std::string io_error;
-  if (!s->load_file(file, &io_error)) {
-    std::cerr << "sexpgpu " << verb << ": " << io_error << "\n";
+  if (!load_or_report(*s, file, verb)) {
     exit_code = kUsage;
     return nullptr;
   }
   if (compile) s->compile();
+  if (!print_diagnostics) return s;
   for (const Diagnostic& d : s->sink.all())
-    std::cerr << render_human(s->sources, d, use_color_stderr());
+    if (!quiet() || d.severity == Severity::Error)
+      std::cerr << render_human(s->sources, d, use_color_stderr());
   return s;
 }
 
@@ -85,6 +168,67 @@ bool use_color_stdout() {
   return !no_color() && isatty(1);
 }
 
+namespace {
+
+// The verbs of the design (spec cli.md) that this binary does not have yet,
+// with the page that describes each.
+struct PlannedVerb {
+  const char* name;
+  const char* page;
+};
+constexpr PlannedVerb kPlannedVerbs[] = {{"watch", "check"}, {"diff", "explain"},
+                                         {"new", "new"},     {"sweep", "knobs"},
+                                         {"bundle", "run"},  {"report", "events"}};
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+// The first word that is not a flag names the verb (the app's own flags
+// take no values). An unknown one is refused here, before CLI11, which would
+// only list the unexpected arguments: kUsage for a word that is no verb,
+// E-UNSUPPORTED for a verb of the design not built yet; -1 to go on.
+int refuse_unknown_verb(const CLI::App& app, int argc, char** argv) {
+  std::string verb;
+  for (int i = 1; i < argc && verb.empty(); ++i)
+    if (argv[i][0] != '-') verb = argv[i];
+  if (verb.empty()) return -1;
+  std::vector<std::string> verbs;
+  for (const CLI::App* sub : app.get_subcommands({})) verbs.push_back(sub->get_name());
+  if (std::find(verbs.begin(), verbs.end(), verb) != verbs.end()) return -1;
+  for (const PlannedVerb& p : kPlannedVerbs)
+    if (verb == p.name) {
+      std::cerr << "sexpgpu: E-UNSUPPORTED '" << verb
+                << "' is a verb of the design that this build does not have yet\n"
+                << "  see: sexpgpu docs cli (docs/cli.md, \"Not available yet\"), and docs/"
+                << p.page << ".md for what it will do\n";
+      return kUsage;
+    }
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, verb.size() / 3) + 1;
+  for (const std::string& v : verbs)
+    if (size_t d = edit_distance(verb, v); d < best_distance) best = v, best_distance = d;
+  std::cerr << "sexpgpu: unknown verb '" << verb << "'";
+  if (!best.empty()) std::cerr << "; did you mean '" << best << "'?";
+  std::cerr << "\n  the verbs:";
+  for (const std::string& v : verbs) std::cerr << " " << v;
+  std::cerr << "\n  sexpgpu --help says what each does\n";
+  return kUsage;
+}
+
 }  // namespace sexpgpu::cli
 
 int main(int argc, char** argv) {
@@ -112,6 +256,8 @@ int main(int argc, char** argv) {
     cli::add_docs(app, exit_code);
     cli::add_fmt(app, exit_code);
     cli::add_doctor(app, exit_code);
+    cli::add_quiet(app);
+    if (int refused = cli::refuse_unknown_verb(app, argc, argv); refused >= 0) return refused;
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

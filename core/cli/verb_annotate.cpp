@@ -26,16 +26,21 @@ std::optional<int64_t> latest_step(const std::vector<run::json>& events) {
 void add_annotate(CLI::App& app, int& exit_code) {
   struct Opts {
     std::string run, text, data;
+    bool json = false;
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("annotate", "append a note to a run's events");
   cmd->add_option("run", opts->run, "the run directory")->required();
   cmd->add_option("text", opts->text, "the note")->required();
   cmd->add_option("--data", opts->data, "a JSON value stored with the note");
+  cmd->add_flag("--json", opts->json, "print the annotation event as it was appended");
   cmd->callback([opts, &exit_code]() {
     fs::path events = fs::path(opts->run) / "events.jsonl";
     if (!fs::exists(events)) {
-      std::cerr << "sexpgpu annotate: " << opts->run << " holds no run (no events.jsonl)\n";
+      std::cerr << "sexpgpu annotate: " << opts->run
+                << (fs::exists(opts->run) ? " holds no run (no events.jsonl)"
+                                          : ": no such run directory")
+                << "\n";
       exit_code = kUsage;
       return;
     }
@@ -61,6 +66,7 @@ void add_annotate(CLI::App& app, int& exit_code) {
       return;
     }
     run::EventLog log = std::move(opened).value();
+    if (opts->json) log.set_mirror([](const std::string& line) { std::cout << line << "\n"; });
     std::string failed = log.annotation(latest_step(*read), opts->text, data);
     if (!failed.empty()) {
       std::cerr << "sexpgpu annotate: " << failed << "\n";

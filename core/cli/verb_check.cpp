@@ -34,9 +34,7 @@ void add_check(CLI::App& app, int& exit_code) {
         exit_code = kUsage;
         return;
       }
-      std::string io_error;
-      if (!s->load_file(file, &io_error)) {
-        std::cerr << "sexpgpu check: " << io_error << "\n";
+      if (!load_or_report(*s, file, "check")) {
         exit_code = kUsage;
         return;
       }
@@ -62,7 +60,7 @@ void add_check(CLI::App& app, int& exit_code) {
       std::cout << merged.dump(2) << "\n";
     } else {
       std::cout << human;
-      if (errors || warnings)
+      if ((errors || warnings) && !quiet())
         std::cerr << errors << " error" << (errors == 1 ? "" : "s") << ", " << warnings
                   << " warning" << (warnings == 1 ? "" : "s") << "\n";
     }

@@ -1,12 +1,18 @@
-// sexpgpu doctor [--json]: whether a run can start on this machine: the
-// plugin search path, every plugin found and why it did not load, and the
-// probe of every device plugin that did (docs/doctor.md).
+// sexpgpu doctor [FILE] [selection] [--json]: whether a run can start on
+// this machine: the plugin search path, every plugin found and why it did
+// not load, the probe of every device plugin that did, and with FILE the
+// run's device memory against its memory plan, its data and the disk for
+// its checkpoints (docs/doctor.md).
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
+#include "runfile/compile.h"
+#include "runfile/loaders.h"
+#include "train/memory_plan.h"
+#include "train/trainer.h"
 
 namespace sexpgpu::cli {
 
@@ -104,19 +110,143 @@ void print_human(const json& j) {
   }
 }
 
+// What `run FILE` would need here: the device it would pick (as run does:
+// $SEXPGPU_DEVICE, else defrun's :device; auto is cuda where its probe can
+// serve, else cpu), the memory plan against that device's memory, every
+// loader's data, and free disk for a checkpoint in the run directory.
+// Each part has "ok"; the problems are listed in "problems" as
+// "E-CODE message".
+json file_report(lisp::Session& s, const std::string& file, const json& devices) {
+  const runfile::CompiledRun& run = *s.compiled;
+  const char* env_device = std::getenv("SEXPGPU_DEVICE");
+  std::string spec = env_device && *env_device ? env_device : run.run.device;
+  std::string from = env_device && *env_device ? "SEXPGPU_DEVICE" : "defrun :device";
+  std::string plugin = spec.substr(0, spec.find(':'));
+  if (plugin == "auto") {
+    plugin = "cpu";
+    for (const auto& d : devices)
+      if (d["plugin"] == "cuda" && d["ok"].get<bool>()) plugin = "cuda";
+  }
+  json out = {{"path", file}, {"device", spec}, {"device_from", from}, {"problems", json::array()}};
+  auto problem = [&](const std::string& text) { out["problems"].push_back(text); };
+
+  const train::RunMemory plan = train::plan_run_memory(run);
+  json memory = {{"plugin", plugin}, {"need_bytes", plan.total()}, {"have_bytes", nullptr}};
+  std::optional<int> ordinal = train::device_ordinal(spec);
+  const json* probe = nullptr;
+  for (const auto& d : devices)
+    if (d["plugin"] == plugin && d.contains("probe")) probe = &d["probe"];
+  if (!ordinal) {
+    problem("E-DEVICE " + spec + ": the ordinal after ':' takes 0 to " +
+            std::to_string(train::kMaxOrdinal));
+  } else if (!probe) {
+    problem("E-DEVICE no device plugin '" + plugin + "' loads here");
+  } else {
+    const json& list = probe->contains("devices") ? (*probe)["devices"] : json::array();
+    if (!list.is_array() || size_t(*ordinal) >= list.size() ||
+        !list[size_t(*ordinal)].contains("memory_bytes")) {
+      problem("E-DEVICE " + plugin + " has no device " + std::to_string(*ordinal));
+    } else {
+      uint64_t have = list[size_t(*ordinal)]["memory_bytes"].get<uint64_t>();
+      memory["have_bytes"] = have;
+      std::string name = plugin + (list.size() > 1 ? ":" + std::to_string(*ordinal) : "");
+      if (std::optional<std::string> e = train::memory_shortfall(plan, have, name))
+        problem("E-MEMORY " + *e);
+    }
+  }
+  memory["ok"] = out["problems"].empty();
+  out["memory"] = memory;
+
+  out["data"] = json::array();
+  for (const runfile::LoaderDecl& l : runfile::loaders_of(*s.interp).decls) {
+    data::Status st = l.source->load();
+    out["data"].push_back({{"loader", l.name},
+                           {"source", l.source->description()},
+                           {"examples", l.source->size()},
+                           {"ok", bool(st)},
+                           {"error", st ? json(nullptr) : json(st.error())}});
+    if (!st) problem("E-LOADER-SOURCE loader " + l.name + ": " + st.error());
+  }
+
+  // A checkpoint holds the parameters and the optimizer state.
+  const char* runs = std::getenv("SEXPGPU_RUNS");
+  std::filesystem::path dir = runs && *runs ? runs : "runs";
+  std::error_code ec;
+  std::filesystem::path probe_dir = std::filesystem::absolute(dir, ec);
+  while (!probe_dir.empty() && !std::filesystem::exists(probe_dir, ec))
+    probe_dir = probe_dir.parent_path();
+  std::filesystem::space_info space = std::filesystem::space(probe_dir, ec);
+  uint64_t checkpoint = uint64_t(plan.parameters) + uint64_t(plan.optimizer_state);
+  json disk = {{"dir", dir.string()},
+               {"free_bytes", ec ? json(nullptr) : json(space.available)},
+               {"checkpoint_bytes", checkpoint}};
+  disk["ok"] = !ec && space.available >= checkpoint;
+  if (!ec && space.available < checkpoint)
+    problem("E-IO " + dir.string() + " has " + std::to_string(space.available) +
+            " bytes free; one checkpoint takes " + std::to_string(checkpoint));
+  out["disk"] = disk;
+  return out;
+}
+
+void print_file(const json& f) {
+  std::cout << "\nrun file " << f["path"].get<std::string>() << ":\n";
+  const json& m = f["memory"];
+  std::cout << "  device: " << f["device"].get<std::string>() << " ("
+            << f["device_from"].get<std::string>() << "), plugin " << m["plugin"].get<std::string>()
+            << "\n";
+  std::cout << "  memory: the plan needs " << train::bytes_text(m["need_bytes"].get<uint64_t>());
+  if (m["have_bytes"].is_number())
+    std::cout << ", the device has " << train::bytes_text(m["have_bytes"].get<uint64_t>());
+  std::cout << (m["ok"].get<bool>() ? ": fits" : ": does not fit") << "\n";
+  for (const json& d : f["data"])
+    std::cout << "  data: loader " << d["loader"].get<std::string>() << ": "
+              << d["source"].get<std::string>() << ", " << d["examples"].get<int64_t>()
+              << " examples" << (d["ok"].get<bool>() ? ": readable" : ": unreadable") << "\n";
+  const json& disk = f["disk"];
+  std::cout << "  disk: " << disk["dir"].get<std::string>() << ": "
+            << (disk["free_bytes"].is_number()
+                    ? train::bytes_text(disk["free_bytes"].get<uint64_t>()) + " free"
+                    : std::string("free space unknown"))
+            << ", a checkpoint takes "
+            << train::bytes_text(disk["checkpoint_bytes"].get<uint64_t>()) << "\n";
+}
+
 }  // namespace
 
 void add_doctor(CLI::App& app, int& exit_code) {
-  auto json_out = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand("doctor", "whether a run can start here: plugins and devices");
-  cmd->add_flag("--json", *json_out, "print the report as one JSON document");
-  cmd->callback([json_out, &exit_code]() {
+  struct Opts {
+    std::string file;
+    bool json = false;
+    LimitFlags limits;
+  };
+  auto opts = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "doctor", "whether a run can start here: plugins, devices, and FILE's memory, data, disk");
+  cmd->add_option("file", opts->file, "a run file: its memory plan, data and checkpoints");
+  cmd->add_flag("--json", opts->json, "print the report as one JSON document");
+  opts->limits.add_to(cmd);
+  cmd->callback([opts, &exit_code]() {
+    std::unique_ptr<lisp::Session> s;
+    if (!opts->file.empty()) {
+      s = opts->limits.load(opts->file, "doctor", exit_code, true);
+      if (!s) return;
+      if (s->sink.error_count() > 0 || !s->is_run_file || !s->compiled) {
+        if (s->sink.error_count() == 0)
+          std::cerr << "sexpgpu doctor: " << opts->file << " is not a run file (no defrun)\n";
+        exit_code = kFileErrors;
+        (void)s.release();
+        return;
+      }
+    }
     host::PluginHost h(host::default_search_path());
     json j = report(h);
-    if (*json_out)
+    if (s) j["file"] = file_report(*s, opts->file, j["devices"]);
+    if (opts->json) {
       std::cout << j.dump(2) << "\n";
-    else
+    } else {
       print_human(j);
+      if (s) print_file(j["file"]);
+    }
     // A run needs a device; no device plugin serves one yet on this machine.
     bool device_ok = false;
     for (const auto& d : j["devices"]) device_ok = device_ok || d["ok"].get<bool>();
@@ -126,6 +256,13 @@ void add_doctor(CLI::App& app, int& exit_code) {
                 << "\n";
       exit_code = kCannotRun;
     }
+    if (s && !j["file"]["problems"].empty()) {
+      for (const auto& p : j["file"]["problems"])
+        std::cerr << "sexpgpu doctor: " << p.get<std::string>() << "\n";
+      std::cerr << "sexpgpu doctor: this machine cannot start " << opts->file << "\n";
+      exit_code = kCannotRun;
+    }
+    (void)s.release();  // the process ends next
   });
 }
 

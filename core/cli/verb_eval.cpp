@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -17,22 +18,35 @@ namespace sexpgpu::cli {
 
 namespace {
 
+// Where values go: standard output, one per line, or with --json the
+// "values" list of the one document printed at the end.
+nlohmann::json* g_json_values = nullptr;
+
 void print_values(lisp::Interp& in, const std::vector<lisp::Value>& vals, bool readably) {
   lisp::PrintOptions o;
   o.escape = true;
   o.upcase = readably;
   o.readably = readably;
-  for (const lisp::Value& v : vals) std::cout << in.print(v, o) << "\n";
+  for (const lisp::Value& v : vals) {
+    if (g_json_values)
+      g_json_values->push_back(in.print(v, o));
+    else
+      std::cout << in.print(v, o) << "\n";
+  }
   std::cout.flush();
 }
 
-// Report new diagnostics on standard error, returning whether any was an error.
+// Report new diagnostics on standard error (with --json they go into the
+// document instead; under --quiet only errors), returning whether any was
+// an error.
 bool flush_diagnostics(lisp::Session& s, size_t& shown) {
   bool error = false;
   const auto& all = s.sink.all();
   for (; shown < all.size(); ++shown) {
-    std::cerr << render_human(s.sources, all[shown], use_color_stderr());
-    if (all[shown].severity == Severity::Error) error = true;
+    bool is_error = all[shown].severity == Severity::Error;
+    if (!g_json_values && (is_error || !quiet()))
+      std::cerr << render_human(s.sources, all[shown], use_color_stderr());
+    if (is_error) error = true;
   }
   return error;
 }
@@ -103,83 +117,110 @@ int repl(lisp::Session& s, bool readably) {
   return kOk;
 }
 
+struct EvalOpts {
+  std::string file;
+  std::string expr;
+  bool readably = false;
+  bool stats = false;
+  bool json = false;
+  LimitFlags limits;
+};
+
+// Evaluates what the flags say; the session (nullptr when none could be
+// made), its diagnostics reported as they came.
+lisp::Session* evaluate(const EvalOpts& opts, int& exit_code) {
+  // Left to the OS at exit (see verb_check.cpp): freeing it costs more than it saves.
+  lisp::Session& s = *new lisp::Session(opts.limits.limits);
+  if (!opts.limits.request(s.selection().request)) {
+    exit_code = kUsage;
+    return nullptr;
+  }
+  size_t shown = 0;
+  bool failed = false;
+  if (!opts.file.empty()) {
+    if (!load_or_report(s, opts.file, "eval")) {
+      exit_code = kUsage;
+      std::error_code ec;
+      s.sink.report(Diagnostic{"E-IO",
+                               Severity::Error,
+                               {},
+                               "cannot read " + opts.file +
+                                   (std::filesystem::exists(opts.file, ec) ? "" : ": no such file"),
+                               "",
+                               {}});
+      return &s;
+    }
+    failed |= flush_diagnostics(s, shown);
+  }
+  if (!opts.expr.empty()) {
+    std::vector<lisp::Value> vals;
+    uint64_t steps_before = s.interp->total_steps;
+    auto start = std::chrono::steady_clock::now();
+    bool ok = s.eval_string("<-e>", opts.expr, &vals);
+    if (opts.stats) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      uint64_t steps = s.interp->total_steps - steps_before;
+      std::cerr << "steps " << steps << ", " << secs << " s, " << uint64_t(double(steps) / secs)
+                << " steps/s\n";
+    }
+    failed |= flush_diagnostics(s, shown);
+    if (ok) print_values(*s.interp, vals, opts.readably);
+    exit_code = failed || !ok ? kFileErrors : kOk;
+    return &s;
+  }
+  if (isatty(0) && !g_json_values) {
+    exit_code = repl(s, opts.readably);
+    return &s;
+  }
+  // Forms from standard input: each evaluated and its values printed.
+  std::stringstream ss;
+  ss << std::cin.rdbuf();
+  std::vector<lisp::ReadForm> forms;
+  try {
+    forms = lisp::read_string_forms(*s.interp, "<stdin>", ss.str());
+  } catch (lisp::LispError& e) {
+    s.sink.report(std::move(e.diag));
+    flush_diagnostics(s, shown);
+    exit_code = kFileErrors;
+    return &s;
+  }
+  s.interp->current_file = "<stdin>";
+  for (const lisp::ReadForm& rf : forms) {
+    lisp::Value v;
+    bool ok = s.interp->eval_toplevel(rf.form, &v, &rf.span);
+    failed |= flush_diagnostics(s, shown) || !ok;
+    if (ok) print_values(*s.interp, s.interp->last_values(v), opts.readably);
+  }
+  exit_code = failed ? kFileErrors : kOk;
+  return &s;
+}
+
 }  // namespace
 
 void add_eval(CLI::App& app, int& exit_code) {
-  struct Opts {
-    std::string file;
-    std::string expr;
-    bool readably = false;
-    bool stats = false;
-    LimitFlags limits;
-  };
-  auto opts = std::make_shared<Opts>();
+  auto opts = std::make_shared<EvalOpts>();
   CLI::App* cmd =
       app.add_subcommand("eval", "evaluate forms at compile time and print their values");
   cmd->add_option("file", opts->file, "a run file to load first");
   cmd->add_option("-e,--expr", opts->expr, "the forms to evaluate");
   cmd->add_flag("--readably", opts->readably, "print with prin1 as SBCL does (upper-case symbols)");
   cmd->add_flag("--stats", opts->stats, "report evaluation steps and time of -e on standard error");
+  cmd->add_flag("--json", opts->json,
+                "one JSON document: {values, diagnostics} (forms from -e or standard input)");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    // Left to the OS at exit (see verb_check.cpp): freeing it costs more than it saves.
-    lisp::Session& s = *new lisp::Session(opts->limits.limits);
-    if (!opts->limits.request(s.selection().request)) {
-      exit_code = kUsage;
+    if (!opts->json) {
+      (void)evaluate(*opts, exit_code);
       return;
     }
-    size_t shown = 0;
-    bool failed = false;
-    if (!opts->file.empty()) {
-      std::string io_error;
-      if (!s.load_file(opts->file, &io_error)) {
-        std::cerr << "sexpgpu eval: " << io_error << "\n";
-        exit_code = kUsage;
-        return;
-      }
-      failed |= flush_diagnostics(s, shown);
-    }
-    if (!opts->expr.empty()) {
-      std::vector<lisp::Value> vals;
-      uint64_t steps_before = s.interp->total_steps;
-      auto start = std::chrono::steady_clock::now();
-      bool ok = s.eval_string("<-e>", opts->expr, &vals);
-      if (opts->stats) {
-        double secs =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        uint64_t steps = s.interp->total_steps - steps_before;
-        std::cerr << "steps " << steps << ", " << secs << " s, " << uint64_t(double(steps) / secs)
-                  << " steps/s\n";
-      }
-      failed |= flush_diagnostics(s, shown);
-      if (ok) print_values(*s.interp, vals, opts->readably);
-      exit_code = failed || !ok ? kFileErrors : kOk;
-      return;
-    }
-    if (isatty(0)) {
-      exit_code = repl(s, opts->readably);
-      return;
-    }
-    // Forms from standard input: each evaluated and its values printed.
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    std::vector<lisp::ReadForm> forms;
-    try {
-      forms = lisp::read_string_forms(*s.interp, "<stdin>", ss.str());
-    } catch (lisp::LispError& e) {
-      s.sink.report(std::move(e.diag));
-      flush_diagnostics(s, shown);
-      exit_code = kFileErrors;
-      return;
-    }
-    s.interp->current_file = "<stdin>";
-    for (const lisp::ReadForm& rf : forms) {
-      lisp::Value v;
-      bool ok = s.interp->eval_toplevel(rf.form, &v, &rf.span);
-      failed |= flush_diagnostics(s, shown) || !ok;
-      if (ok) print_values(*s.interp, s.interp->last_values(v), opts->readably);
-    }
-    exit_code = failed ? kFileErrors : kOk;
+    // --json: one document at the end, whatever happened; no REPL.
+    static nlohmann::json values = nlohmann::json::array();
+    g_json_values = &values;
+    lisp::Session* session = evaluate(*opts, exit_code);
+    nlohmann::json doc = {
+        {"values", values},
+        {"diagnostics", session ? diagnostics_json(*session) : nlohmann::json::array()}};
+    std::cout << doc.dump(2) << "\n";
   });
 }
 

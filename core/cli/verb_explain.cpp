@@ -21,6 +21,8 @@
 #include "runfile/compile.h"
 #include "runfile/loaders.h"
 #include "train/device.h"
+#include "train/memory_plan.h"
+#include "train/trainer.h"
 
 namespace sexpgpu::cli {
 
@@ -115,21 +117,6 @@ json groups_json(const runfile::CompiledRun& run) {
   return groups;
 }
 
-int64_t output_bytes(const ir::Function& fn, std::string_view prefix) {
-  int64_t bytes = 0;
-  for (const ir::Output& o : fn.outputs)
-    if (o.name.starts_with(prefix)) bytes += ir::type_bytes(fn.type(o.node));
-  return bytes;
-}
-
-int64_t input_bytes(const ir::Function& fn, std::string_view prefix) {
-  int64_t bytes = 0;
-  for (ir::NodeId id : fn.inputs)
-    if (fn.node(id).attrs.name.value_or("").starts_with(prefix))
-      bytes += ir::type_bytes(fn.type(id));
-  return bytes;
-}
-
 json functions_json(const ir::Module& module) {
   json list = json::array();
   for (const ir::Function& fn : module.functions) {
@@ -169,36 +156,19 @@ json flops_per_step(const runfile::CompiledRun& run, int64_t tokens_per_example)
           {"run", flops_json(total * double(run.steps))}};
 }
 
-// Memory from the core's plan (cost.h): what the loop keeps between steps
-// and the largest arenas of its functions.
+// Memory from the core's plan (train/memory_plan.h): what the loop keeps
+// between steps and the largest arenas of its functions.
 json memory_json(const runfile::CompiledRun& run) {
-  int64_t params = 0, states = 0;
-  for (const runfile::ParamEntry& p : run.params) params += ir::type_bytes(p.type);
-  for (const runfile::StateEntry& s : run.states) states += ir::type_bytes(s.type);
-  const ir::Function* step = run.module.find(run.train_fns.front().fn);
-  const ir::Function* update = run.module.find("update");
-  const ir::Function* accumulate = run.module.find("accumulate");
-  int64_t grads = step ? output_bytes(*step, "grad:") : 0;
-  if (accumulate) grads += input_bytes(*accumulate, "acc:") + output_bytes(*accumulate, "");
-  int64_t update_out = update ? ir::plan_memory(*update).output_bytes : 0;
-  const ir::MemoryUse step_use = step ? ir::plan_memory(*step) : ir::MemoryUse{};
-  const int64_t batch = step_use.input_bytes, activations = step_use.intermediate_peak;
-  int64_t workspace = 0;
-  std::string workspace_fn;
-  for (const ir::Function& fn : run.module.functions) {
-    if (&fn == step) continue;
-    int64_t peak = ir::plan_memory(fn).intermediate_peak;
-    if (peak > workspace) workspace = peak, workspace_fn = fn.name;
-  }
-  return {{"parameters", params},
-          {"gradients", grads},
-          {"optimizer_state", states},
-          {"update_outputs", update_out},
-          {"batch", batch},
-          {"activations", activations},
-          {"workspace", workspace},
-          {"workspace_function", workspace_fn},
-          {"total", params + grads + states + update_out + batch + activations + workspace}};
+  const train::RunMemory m = train::plan_run_memory(run);
+  return {{"parameters", m.parameters},
+          {"gradients", m.gradients},
+          {"optimizer_state", m.optimizer_state},
+          {"update_outputs", m.update_outputs},
+          {"batch", m.batch},
+          {"activations", m.activations},
+          {"workspace", m.workspace},
+          {"workspace_function", m.workspace_function},
+          {"total", m.total()}};
 }
 
 json report_json(lisp::Session& s, const std::string& file) {
@@ -230,36 +200,38 @@ json report_json(lisp::Session& s, const std::string& file) {
 
 // Each function of the step as device `spec` ("cuda", "cuda:1") compiles it,
 // into doc["lowering"]. Exit code kUsage when the plugin is not loaded,
-// kRunFailed when it cannot open or compile; kOk otherwise.
-int add_lowering(json& doc, const runfile::CompiledRun& run, const std::string& spec) {
+// kRunFailed when it cannot open or compile (`why` says why, E-DEVICE);
+// kOk otherwise.
+int add_lowering(json& doc, const runfile::CompiledRun& run, const std::string& spec,
+                 std::string& why) {
   size_t colon = spec.find(':');
   std::string name = spec.substr(0, colon);
   // "plan": a GPU plugin on a machine without its GPU still plans (for the
   // GPU it assumes) rather than refusing; the precision decides tf32.
   json options = {{"plan", true}, {"precision", run.run.precision}};
   if (colon != std::string::npos) {
-    try {
-      options["ordinal"] = std::stoi(spec.substr(colon + 1));
-    } catch (const std::exception&) {
-      std::cerr << "sexpgpu explain: --device " << spec << ": write NAME or NAME:ORDINAL\n";
+    std::optional<int> ordinal = train::device_ordinal(spec);
+    if (!ordinal) {
+      why = "--device " + spec + ": write NAME or NAME:N, N from 0 to " +
+            std::to_string(train::kMaxOrdinal);
       return kUsage;
     }
+    options["ordinal"] = *ordinal;
   }
   host::PluginHost plugins(host::default_search_path());
   const host::PluginRecord* record = plugins.find(name);
   if (!record || !record->loaded || !plugins.device(name)) {
-    std::cerr << "sexpgpu explain: the lowering report comes from the " << name
-              << " device plugin's compile, and "
-              << (!record           ? "no plugin of that name is on the plugin path"
-                  : !record->loaded ? "it did not load: " + record->reason
-                                    : "that plugin is not a device")
-              << "\n  fix: `sexpgpu doctor` lists the plugins found and why each did or did not "
-                 "load; leave out --device for the report without it\n";
+    why = "the lowering report comes from the " + name + " device plugin's compile, and " +
+          (!record           ? "no plugin of that name is on the plugin path"
+           : !record->loaded ? "it did not load: " + record->reason
+                             : "that plugin is not a device") +
+          "\n  fix: `sexpgpu doctor` lists the plugins found and why each did or did not "
+          "load; leave out --device for the report without it";
     return kUsage;
   }
   ir::Result<std::unique_ptr<train::Device>> device = train::Device::open(plugins, name, options);
   if (!device) {
-    std::cerr << "sexpgpu explain: " << device.error() << "\n";
+    why = device.error();
     return kRunFailed;
   }
   const std::string ir_json = ir::to_json(run.module).dump();
@@ -270,7 +242,7 @@ int add_lowering(json& doc, const runfile::CompiledRun& run, const std::string& 
     if (!fn) continue;
     auto program = (*device)->compile(ir_json, *fn);
     if (!program) {
-      std::cerr << "sexpgpu explain: " << program.error() << "\n";
+      why = program.error();
       return kRunFailed;
     }
     json report = json::parse((*program)->report(), nullptr, false);
@@ -531,23 +503,46 @@ void add_explain(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "one JSON document");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
+    // With --json a failure is the diagnostics list check --json gives, on
+    // standard output (and the human form on standard error, as always).
+    auto fail_json = [&](const nlohmann::json& diagnostics) {
+      if (opts->json) std::cout << diagnostics.dump(2) << "\n";
+    };
     std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "explain", exit_code, true);
-    if (!s) return;
+    if (!s) {
+      std::error_code ec;
+      fail_json(nlohmann::json::array(
+          {bare_diagnostic("E-IO",
+                           "cannot read " + opts->file +
+                               (std::filesystem::exists(opts->file, ec) ? "" : ": no such file"),
+                           opts->file)}));
+      return;
+    }
     if (s->sink.error_count() > 0 || !s->is_run_file || !s->compiled) {
-      if (s->sink.error_count() == 0)
-        std::cerr << "sexpgpu explain: " << opts->file << " is not a run file (no defrun)\n";
+      if (s->sink.error_count() == 0) {
+        std::string message = opts->file + " is not a run file (no defrun)";
+        std::cerr << "sexpgpu explain: " << message << "\n";
+        fail_json(
+            nlohmann::json::array({bare_diagnostic("E-CONTRACT-MISSING", message, opts->file)}));
+      } else {
+        fail_json(diagnostics_json(*s));
+      }
       exit_code = kFileErrors;
       (void)s.release();
       return;
     }
     json doc = report_json(*s, opts->file);
     exit_code = kOk;
-    if (!opts->device.empty()) exit_code = add_lowering(doc, *s->compiled, opts->device);
-    if (exit_code == kOk) {
-      if (opts->json)
-        std::cout << doc.dump(2) << "\n";
-      else
-        print_report(std::cout, doc);
+    std::string why;
+    if (!opts->device.empty()) exit_code = add_lowering(doc, *s->compiled, opts->device, why);
+    if (exit_code != kOk) {
+      std::cerr << "sexpgpu explain: " << why << "\n";
+      fail_json(
+          nlohmann::json::array({bare_diagnostic("E-DEVICE", why.substr(0, why.find('\n')))}));
+    } else if (opts->json) {
+      std::cout << doc.dump(2) << "\n";
+    } else {
+      print_report(std::cout, doc);
     }
     (void)s.release();  // the process ends next; the OS frees the heap
   });

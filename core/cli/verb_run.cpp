@@ -1,17 +1,20 @@
 // sexpgpu run FILE [selection] [flags]: compiles the run file and trains it
 // with the fixed loop (core/train), in the run directory.
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
 #include "lisp/modules.h"
+#include "run/events.h"
 #include "runfile/compile.h"
 #include "runfile/diagnostics.h"
 #include "train/trainer.h"
@@ -19,6 +22,9 @@
 namespace sexpgpu::cli {
 
 namespace fs = std::filesystem;
+
+// --threads: the CPU device's threads; 0 is every core.
+constexpr int64_t kMaxThreads = 4096;
 
 namespace {
 
@@ -48,30 +54,68 @@ nlohmann::json selection_json(lisp::Interp& in, const select::Selection& sel,
           {"knobs", knobs}};
 }
 
-// E-RUN-EXISTS unless the directory is empty, missing, or the flags say
-// what to do; --fresh moves the old run aside as DIR.prev-N.
-bool prepare_run_dir(const std::string& dir, bool resume, bool fresh) {
-  std::error_code ec;
-  if (!fs::exists(dir + "/events.jsonl", ec) || resume) return true;
-  if (!fresh) {
-    std::cerr << "sexpgpu run: "
-              << "E-RUN-EXISTS"
-              << " " << dir << " already holds a run\n"
-              << "  fix: continue it with --resume latest, or start over with --fresh (the old "
-                 "run is moved aside), or choose another --out\n";
-    return false;
+// Whether events.jsonl records a run that started: an `open` event. A run
+// refused while it was being set up (compiling for the device, allocating)
+// wrote no open; its directory holds nothing to keep, unless that run is
+// still setting up (status.json names a live process of this host).
+bool run_started(const std::string& dir) {
+  ir::Result<std::vector<nlohmann::json>> events = run::read_events(dir + "/events.jsonl");
+  if (!events) return true;  // unreadable: keep it, and let E-RUN-EXISTS say so
+  for (const nlohmann::json& e : *events)
+    if (e.value("kind", "") == "open") return true;
+  nlohmann::json status = nlohmann::json::parse(read_text(dir + "/status.json"), nullptr, false);
+  if (status.is_object() && status.value("exit_code", nlohmann::json(nullptr)).is_null()) {
+    int64_t pid = status.value("pid", int64_t(0));
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    if (pid > 0 && status.value("host", "") == host && ::kill(pid_t(pid), 0) == 0) return true;
   }
+  return false;
+}
+
+// E-RUN-EXISTS unless the directory is empty, missing, holds a run that
+// never started (its files are removed), or the flags say what to do;
+// --fresh moves the old run aside as DIR.prev-N. "" when the run may go
+// ahead, else the refusal's message (fix included); `code` the exit code.
+std::string prepare_run_dir(const std::string& dir, bool resume, bool fresh, int& code) {
+  std::error_code ec;
+  code = kUsage;
+  if (!fs::exists(dir + "/events.jsonl", ec) || resume) return "";
+  if (!run_started(dir)) {
+    for (const char* name : {"events.jsonl", "status.json"}) fs::remove(dir + "/" + name, ec);
+    if (!quiet())
+      std::cerr << "sexpgpu run: " << dir << " held a run that never started; starting afresh\n";
+    return "";
+  }
+  if (!fresh)
+    return std::string("E-RUN-EXISTS") + " " + dir +
+           " already holds a run\n  fix: continue it with --resume latest, or start over with "
+           "--fresh (the old run is moved aside), or choose another --out";
   for (int n = 1;; ++n) {
     std::string aside = dir + ".prev-" + std::to_string(n);
     if (fs::exists(aside, ec)) continue;
     fs::rename(dir, aside, ec);
     if (ec) {
-      std::cerr << "sexpgpu run: E-IO cannot move " << dir << " aside: " << ec.message() << "\n";
-      return false;
+      code = kRunFailed;
+      return "E-IO cannot move " + dir + " aside: " + ec.message();
     }
-    std::cerr << "sexpgpu run: the earlier run in " << dir << " is now " << aside << "\n";
-    return true;
+    if (!quiet())
+      std::cerr << "sexpgpu run: the earlier run in " << dir << " is now " << aside << "\n";
+    return "";
   }
+}
+
+// A --device value: cpu, auto, or a plugin's name with an optional :N.
+std::string device_problem(const std::string& spec) {
+  if (spec.empty() || spec == "auto" || spec == "cpu") return "";
+  size_t colon = spec.find(':');
+  std::string name = spec.substr(0, colon);
+  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != name.npos)
+    return "'" + spec + "' is not a device: cpu, cuda, cuda:N (N from 0 to " +
+           std::to_string(train::kMaxOrdinal) + ") or auto";
+  if (colon != std::string::npos && !train::device_ordinal(spec))
+    return "'" + spec + "': the ordinal after ':' takes 0 to " + std::to_string(train::kMaxOrdinal);
+  return "";
 }
 
 }  // namespace
@@ -81,48 +125,81 @@ void add_run(CLI::App& app, int& exit_code) {
     std::string file, device, out, resume;
     std::optional<int64_t> steps, seed;
     int threads = 0;
-    bool fresh = false, json = false, quiet = false, allow_changed = false;
+    bool fresh = false, json = false, allow_changed = false;
     bool deterministic = false;
     std::vector<std::string> sinks, diags;
     LimitFlags limits;
   };
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("run", "train a run file with the fixed training loop");
   cmd->add_option("file", opts->file, "the run file")->required();
   cmd->add_option("--device", opts->device,
-                  "cpu, cuda, cuda:N or auto (default: $SEXPGPU_DEVICE, else auto)");
-  cmd->add_option("--steps", opts->steps, "train this many steps instead of defrun's");
-  cmd->add_option("--seed", opts->seed, "the run's seed instead of defrun's");
+                  "cpu, cuda, cuda:N or auto (default: $SEXPGPU_DEVICE, else auto)")
+      ->check(CLI::Validator([](std::string& v) { return device_problem(v); }, "DEVICE"));
+  cmd->add_option("--steps", opts->steps, "train this many steps instead of defrun's")
+      ->check(integer_range(1, kMax));
+  cmd->add_option("--seed", opts->seed, "the run's seed instead of defrun's")
+      ->check(integer_range(0, kMax));
   cmd->add_option("--out", opts->out, "the run directory (default $SEXPGPU_RUNS/SLUG, runs/SLUG)");
   cmd->add_option("--resume", opts->resume, "continue from a checkpoint: latest or a path");
   cmd->add_flag("--fresh", opts->fresh, "move an existing run in the run directory aside");
   cmd->add_flag("--json", opts->json, "print the events on standard output, one per line");
-  cmd->add_flag("--quiet", opts->quiet, "nothing on standard error but errors");
   cmd->add_flag("--allow-changed", opts->allow_changed,
                 "resume although the file, selection or IR changed");
   cmd->add_flag("--deterministic", opts->deterministic,
                 "results that repeat bit for bit (the CPU device always does)");
   cmd->add_option("--sink", opts->sinks, "also send events to sink plugin NAME[:ARG]");
   cmd->add_option("--diag", opts->diags, "sample diagnostic NAME");
-  cmd->add_option("--threads", opts->threads, "CPU device threads (default: every core)");
+  cmd->add_option("--threads", opts->threads, "CPU device threads (default 0: every core)")
+      ->check(integer_range(0, kMaxThreads));
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
+    // A refusal before the run: its message on standard error and, with
+    // --json, a close event holding it (and the file's diagnostics).
+    // `printed`: the message is already on standard error (the diagnostics).
+    auto refuse = [&](int code, const std::string& error_code, const std::string& message,
+                      const nlohmann::json& diagnostics, bool printed = false) {
+      exit_code = code;
+      if (!printed) std::cerr << "sexpgpu run: " << error_code << " " << message << "\n";
+      if (!opts->json) return;
+      nlohmann::json error = {{"code", error_code}, {"message", message}};
+      if (!diagnostics.is_null()) error["diagnostics"] = diagnostics;
+      std::cout << train::unstarted_close_line(code, error) << "\n" << std::flush;
+    };
     std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "run", exit_code, true);
-    if (!s) return;
-    if (s->sink.error_count() > 0) {
-      exit_code = kFileErrors;
+    if (!s) {
+      std::error_code ec;
+      std::string message =
+          "cannot read " + opts->file + (fs::exists(opts->file, ec) ? "" : ": no such file");
+      refuse(exit_code, "E-IO", message,
+             nlohmann::json::array({bare_diagnostic("E-IO", message, opts->file)}), true);
+      return;
+    }
+    if (size_t errors = s->sink.error_count(); errors > 0) {
+      nlohmann::json diags = diagnostics_json(*s);
+      std::string first_code = "E-USER";
+      for (const nlohmann::json& d : diags)
+        if (d["severity"] == "error") {
+          first_code = d["code"];
+          break;
+        }
+      refuse(kFileErrors, first_code,
+             std::to_string(errors) + " error" + (errors == 1 ? "" : "s") + " in " + opts->file +
+                 " (the diagnostics)",
+             diags, true);
       (void)s.release();
       return;
     }
     if (!s->is_run_file || !s->compiled) {
-      std::cerr << "sexpgpu run: " << opts->file << " is not a run file (no defrun)\n";
-      exit_code = kFileErrors;
+      std::string message = opts->file + " is not a run file (no defrun)";
+      refuse(kFileErrors, "E-CONTRACT-MISSING", message,
+             nlohmann::json::array({bare_diagnostic("E-CONTRACT-MISSING", message, opts->file)}));
       (void)s.release();
       return;
     }
     if (std::string e = runfile::unknown_diagnostics(*s->compiled, opts->diags); !e.empty()) {
-      std::cerr << "sexpgpu run: E-RUN-KEY --diag: " << e << "\n";
-      exit_code = kUsage;
+      refuse(kUsage, "E-RUN-KEY", "--diag: " + e, nullptr);
       return;
     }
     lisp::Interp& in = *s->interp;
@@ -148,7 +225,7 @@ void add_run(CLI::App& app, int& exit_code) {
     ro.resume = opts->resume;
     ro.allow_changed = opts->allow_changed;
     ro.json = opts->json;
-    ro.quiet = opts->quiet;
+    ro.quiet = quiet();
     ro.sinks = opts->sinks;
     ro.diags = opts->diags;
     ro.selection = selection_json(in, sel, slug);
@@ -160,8 +237,11 @@ void add_run(CLI::App& app, int& exit_code) {
       if (!m->path.empty() && !standard.count(m->path))
         ro.modules.push_back({m->path, read_text(m->path)});
     ro.argv = command_line();
-    if (!prepare_run_dir(ro.run_dir, !opts->resume.empty(), opts->fresh)) {
-      exit_code = kUsage;
+    int refused = kOk;
+    if (std::string e = prepare_run_dir(ro.run_dir, !opts->resume.empty(), opts->fresh, refused);
+        !e.empty()) {
+      size_t space = e.find(' ');
+      refuse(refused, e.substr(0, space), e.substr(space + 1), nullptr);
       return;
     }
     host::PluginHost plugins(host::default_search_path());

@@ -126,6 +126,11 @@ int status_verb(const std::string& arg, bool as_json) {
   fs::path p(arg);
   std::error_code ec;
   fs::path file = fs::is_directory(p, ec) ? p / "status.json" : p;
+  if (!fs::exists(p, ec)) {
+    std::cerr << "sexpgpu status: " << arg
+              << ": no such run directory (runs are under $SEXPGPU_RUNS, default ./runs)\n";
+    return kUsage;
+  }
   if (!fs::exists(file, ec)) {
     std::cerr << "sexpgpu status: " << file.string()
               << ": no status file (is this a run directory? runs are under $SEXPGPU_RUNS, "

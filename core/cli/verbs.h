@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "lisp/interp.h"
 #include "lisp/session.h"
@@ -36,10 +37,35 @@ struct LimitFlags {
   // printed on standard error; nullptr (exit_code set to kUsage, the reason
   // printed as "sexpgpu VERB: ...") when the flags or the file are unusable.
   // With `compile`, a run file is also compiled (Session::compile) before
-  // the diagnostics are printed.
+  // the diagnostics are printed; without `print_diagnostics` they are left
+  // in the session (for --json). Under --quiet only errors are printed.
   std::unique_ptr<lisp::Session> load(const std::string& file, const char* verb, int& exit_code,
-                                      bool compile = false) const;
+                                      bool compile = false, bool print_diagnostics = true) const;
 };
+
+// A numeric flag's check: its text must be a whole decimal number from
+// `min` to `max`; a fraction, hex, an empty string or a number past the range
+// is a usage error (exit 2) naming the flag and its range, before the
+// verb runs (CLI11 would otherwise saturate or wrap it).
+CLI::Validator integer_range(int64_t min, int64_t max);
+// "at least 1", "0 to 9223372036854775807 (2^63-1)", ...
+std::string range_text(int64_t min, int64_t max);
+
+// --quiet, global (before or after the verb): nothing on standard error
+// but errors.
+bool quiet();
+void add_quiet(CLI::App& app);
+
+// Reads a run file into a session; false (after printing "sexpgpu VERB:
+// cannot read FILE: no such file" or why) when it is not a readable file.
+bool load_or_report(lisp::Session& s, const std::string& file, const char* verb);
+
+// The session's diagnostics as check --json gives them: a JSON list.
+nlohmann::json diagnostics_json(const lisp::Session& s);
+// One diagnostic with no position, for a failure that is not the file's
+// (a missing file, a device): the same shape as check --json's entries.
+nlohmann::json bare_diagnostic(const std::string& code, const std::string& message,
+                               const std::string& file = "");
 
 // The process's command line as typed (argv), for run's records.
 const std::vector<std::string>& command_line();

@@ -60,6 +60,17 @@ std::string rfc3339_utc(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
+std::string event_line(const std::string& kind, std::chrono::system_clock::time_point time,
+                       std::optional<int64_t> step, const json& fields) {
+  // Built by hand so kind, time and step lead, whatever the fields' order.
+  std::string line = "{\"kind\":" + json(kind).dump() + ",\"time\":\"" + rfc3339_utc(time) + "\"";
+  if (step) line += ",\"step\":" + std::to_string(*step);
+  if (fields.is_object())
+    for (const auto& [k, v] : fields.items())
+      line += "," + json(k).dump() + ":" + v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return line + "}";
+}
+
 ir::Result<EventLog> EventLog::create(const std::string& path, Clock clock) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
@@ -102,17 +113,11 @@ std::string EventLog::append(const std::string& kind, std::optional<int64_t> ste
                              const json& fields) {
   if (!fields.is_null() && !fields.is_object())
     return path_ + ": the fields of a '" + kind + "' event must be an object";
-  // Built by hand so kind, time and step lead, whatever the fields' order.
-  std::string line =
-      "{\"kind\":" + json(kind).dump() + ",\"time\":\"" + rfc3339_utc(clock_()) + "\"";
-  if (step) line += ",\"step\":" + std::to_string(*step);
   if (fields.is_object())
-    for (const auto& [k, v] : fields.items()) {
+    for (const auto& [k, v] : fields.items())
       if (k == "kind" || k == "time" || k == "step")
         return path_ + ": a '" + kind + "' event may not set '" + k + "' in its fields";
-      line += "," + json(k).dump() + ":" + v.dump(-1, ' ', false, json::error_handler_t::replace);
-    }
-  line += "}\n";
+  std::string line = event_line(kind, clock_(), step, fields) + "\n";
   if (!write_line(fd_, line)) return path_ + ": cannot append: " + std::strerror(errno);
   if (durable_kind(kind) && ::fdatasync(fd_) != 0)
     return path_ + ": cannot sync: " + std::strerror(errno);

@@ -37,6 +37,12 @@ using Clock = std::function<std::chrono::system_clock::time_point()>;
 // "2025-01-02T03:04:05.678Z".
 std::string rfc3339_utc(std::chrono::system_clock::time_point t);
 
+// One event's line as EventLog writes it (without the newline): kind, time
+// and step first, then the fields. For events of a run that has no
+// events.jsonl (run --json failing before its directory is written).
+std::string event_line(const std::string& kind, std::chrono::system_clock::time_point time,
+                       std::optional<int64_t> step, const json& fields);
+
 class EventLog {
  public:
   // Opens path for appending, creating it; clock defaults to the system's.

@@ -489,7 +489,18 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     return std::nullopt;
   }
   c.out.has_prepare = !user_function(in, "PREPARE").is_nil();
-  c.out.steps = c.out.run.steps ? c.out.run.steps : c.out.run.epochs * c.train->batches_per_epoch;
+  c.out.steps = c.out.run.steps;
+  if (!c.out.steps &&
+      __builtin_mul_overflow(c.out.run.epochs, c.train->batches_per_epoch, &c.out.steps)) {
+    step(in, c, contract.run->span, "steps", [&] {
+      in.fail("E-OVERFLOW",
+              ":epochs " + std::to_string(c.out.run.epochs) + " times " +
+                  std::to_string(c.train->batches_per_epoch) +
+                  " batches per epoch is more steps than a 64-bit count holds",
+              "fewer :epochs, or :steps N");
+    });
+    return std::nullopt;
+  }
   c.out.train_fns = sized("train_step", *c.train, contract.stages);
   if (c.out.run.precision == "bf16" && c.out.run.master_weights == "none") {
     step(in, c, contract.run->span, "precision", [&] {

@@ -188,6 +188,8 @@ std::string keyword_choice(Interp& in, Value v, std::initializer_list<const char
   in.fail("E-RUN-KEY", what + " is " + in.show(v) + ", not one of " + list);
 }
 
+constexpr int64_t kMaxMicrobatches = 65536;
+
 void read_run_key(Interp& in, RunDecl& r, const std::string& key, Value v) {
   auto positive = [&](const char* what) { return positive_int(in, v, "E-RUN-KEY", what); };
   if (key == "steps") {
@@ -196,6 +198,12 @@ void read_run_key(Interp& in, RunDecl& r, const std::string& key, Value v) {
     r.epochs = positive(":epochs");
   } else if (key == "microbatches") {
     r.microbatches = positive(":microbatches");
+    // Each microbatch of a step is a pass the loop keeps until the step ends.
+    if (r.microbatches > kMaxMicrobatches)
+      in.fail("E-RUN-KEY",
+              ":microbatches " + std::to_string(r.microbatches) + " is above " +
+                  std::to_string(kMaxMicrobatches),
+              "a larger :batch in the loader, fewer :microbatches");
   } else if (key == "precision") {
     r.precision = keyword_choice(in, v, {"f32", "tf32", "bf16"}, ":precision");
   } else if (key == "master-weights") {

@@ -282,8 +282,13 @@ std::vector<Setting> request_settings(Interp& in, const std::vector<lisp::ReadFo
         std::vector<lisp::ReadForm> read = lisp::read_string_forms(in, "--set " + name, text);
         if (read.size() != 1) throw lisp::LispError{};
         v = read[0].form;
-      } catch (lisp::LispError&) {
-        report(in, "E-KNOB-TYPE", nowhere, "--set " + name + "=" + text + ": not one Lisp literal");
+      } catch (lisp::LispError& e) {
+        // A literal the reader refuses for its size is one literal too big.
+        if (e.diag.code == "E-OVERFLOW")
+          report(in, "E-OVERFLOW", nowhere, "--set " + name + "=" + text + ": " + e.diag.message);
+        else
+          report(in, "E-KNOB-TYPE", nowhere,
+                 "--set " + name + "=" + text + ": not one Lisp literal");
         continue;
       }
     }

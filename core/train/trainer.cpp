@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <csignal>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "ir/json.h"
 #include "run/checkpoint.h"
+#include "train/memory_plan.h"
 #include "train/trainer_impl.h"
 #include "util/atomic_file.h"
 
@@ -108,7 +110,6 @@ Maybe Trainer::open_outputs() {
   ir::Result<run::EventLog> log = run::EventLog::create(opt_.run_dir + "/events.jsonl");
   if (!log) return Failure{"E-IO", log.error()};
   events_.emplace(std::move(log).value());
-  if (Maybe f = find_sinks()) return f;
   events_->set_mirror([this](const std::string& line) {
     if (opt_.json) std::cout << line << "\n" << std::flush;
     feed_sinks(line);
@@ -142,11 +143,13 @@ Maybe Trainer::open_device() {
   if (name == "cpu") options["threads"] = opt_.threads;
   // cuda:N names the plugin and the device's ordinal.
   if (size_t colon = name.find(':'); colon != std::string::npos) {
-    std::string ordinal = name.substr(colon + 1);
+    std::optional<int> ordinal = device_ordinal(name);
     name = name.substr(0, colon);
-    if (ordinal.empty() || ordinal.find_first_not_of("0123456789") != std::string::npos)
-      return Failure{"E-DEVICE", "--device " + opt_.device + ": the ordinal must be a number"};
-    options["ordinal"] = std::stoi(ordinal);
+    if (!ordinal)
+      return Failure{"E-DEVICE", "device " + opt_.device +
+                                     ": the ordinal after ':' must be a number from 0 to " +
+                                     std::to_string(kMaxOrdinal)};
+    options["ordinal"] = *ordinal;
   }
   ir::Result<std::unique_ptr<Device>> d = Device::open(plugins_, name, options);
   if (!d) return Failure{"E-DEVICE", d.error()};
@@ -158,14 +161,79 @@ Maybe Trainer::open_device() {
 // ("peak_flops": {"bf16", "tf32", "f32"}); the run's precision picks one.
 void Trainer::set_peak_flops() {
   step_flops_ = runfile::step_flops(run_).total();
-  size_t ordinal = 0;
-  if (size_t colon = opt_.device.find(':'); colon != std::string::npos)
-    ordinal = size_t(std::stoi(opt_.device.substr(colon + 1)));
+  size_t ordinal = size_t(device_ordinal(opt_.device).value_or(0));
   const json& devices = device_->probe().value("devices", json::array());
   if (!devices.is_array() || ordinal >= devices.size()) return;
   const json& peak = devices[ordinal].value("peak_flops", json::object());
   if (peak.is_object() && peak.contains(run_.run.precision) && peak[run_.run.precision].is_number())
     peak_flops_ = peak[run_.run.precision].get<double>();
+}
+
+// The memory plan against what the device has (its probe's memory_bytes,
+// physical memory for the cpu device), before anything is allocated: a plan
+// that cannot fit is E-MEMORY with both numbers, not an allocation failure
+// half-way through compiling.
+Maybe Trainer::check_memory() {
+  size_t ordinal = size_t(device_ordinal(opt_.device).value_or(0));
+  const json& devices = device_->probe().value("devices", json::array());
+  if (!devices.is_array() || ordinal >= devices.size()) return std::nullopt;
+  const json& have = devices[ordinal].value("memory_bytes", json(nullptr));
+  if (!have.is_number_unsigned() && !have.is_number_integer()) return std::nullopt;
+  std::string name = device_->name() + (devices.size() > 1 ? ":" + std::to_string(ordinal) : "");
+  if (std::optional<std::string> e =
+          memory_shortfall(plan_run_memory(run_), have.get<uint64_t>(), name))
+    return Failure{"E-MEMORY", *e};
+  return std::nullopt;
+}
+
+// Every loader's data in memory (each source loads once, whoever asks
+// first), so a missing or unreadable file stops the run before it starts.
+Maybe Trainer::load_data() {
+  for (const runfile::LoaderDecl& decl : loaders_.decls)
+    if (data::Status st = decl.source->load(); !st)
+      return Failure{"E-LOADER-SOURCE", "loader " + decl.name + ": " + st.error()};
+  return std::nullopt;
+}
+
+// What a run needs from outside the file (sinks, the device and its
+// memory, the data) is resolved before the run directory is written, so a
+// run refused here leaves nothing that blocks the corrected command.
+Maybe Trainer::resolve() {
+  if (Maybe f = find_sinks()) return f;
+  if (Maybe f = open_device()) return f;
+  set_peak_flops();
+  if (Maybe f = check_memory()) return f;
+  return load_data();
+}
+
+// A run that fails before its directory is written: the error on standard
+// error, and with --json its close event on standard output.
+int Trainer::refuse(const Failure& f, int exit_code) {
+  std::cerr << "sexpgpu run: " << f.code << " " << f.message << "\n";
+  if (opt_.json)
+    std::cout << unstarted_close_line(exit_code, {{"code", f.code}, {"message", f.message}}) << "\n"
+              << std::flush;
+  return exit_code;
+}
+
+std::string unstarted_close_line(int exit_code, const nlohmann::json& error) {
+  return run::event_line("close", std::chrono::system_clock::now(), std::nullopt,
+                         {{"state", "failed"},
+                          {"exit_code", exit_code},
+                          {"summary", run::RunSummary{}.to_json()},
+                          {"error", error}});
+}
+
+std::optional<int> device_ordinal(const std::string& spec) {
+  size_t colon = spec.find(':');
+  if (colon == std::string::npos) return 0;
+  std::string_view text = std::string_view(spec).substr(colon + 1);
+  int ordinal = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ordinal);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || ordinal < 0 ||
+      ordinal > kMaxOrdinal)
+    return std::nullopt;
+  return ordinal;
 }
 
 Maybe Trainer::compile() {
@@ -733,19 +801,12 @@ int Trainer::run() {
   // A checkpoint that cannot be resumed is refused before anything in the
   // run directory is touched: its record stays the earlier run's.
   std::string resume_from;
-  if (!opt_.resume.empty()) {
-    if (Maybe f = check_resume(resume_from)) {
-      std::cerr << "sexpgpu run: " << f->code << " " << f->message << "\n";
-      return f->code == "E-RESUME-MISMATCH" ? 1 : 3;
-    }
-  }
-  if (Maybe f = open_outputs()) {
-    std::cerr << "sexpgpu run: " << f->code << " " << f->message << "\n";
-    return 3;
-  }
-  Maybe f = open_device();
-  if (!f) set_peak_flops();
-  if (!f) f = compile();
+  if (!opt_.resume.empty())
+    if (Maybe f = check_resume(resume_from))
+      return refuse(*f, f->code == "E-RESUME-MISMATCH" ? 1 : 3);
+  if (Maybe f = resolve()) return refuse(*f, 3);
+  if (Maybe f = open_outputs()) return refuse(*f, 3);
+  Maybe f = compile();
   if (!f) f = allocate();
   if (!f) f = initialise();
   if (!f && !opt_.resume.empty()) {

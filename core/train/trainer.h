@@ -39,6 +39,17 @@ struct RunOptions {
 int train(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
           const RunOptions& options, host::PluginHost& plugins);
 
+// The `close` event of a run that failed before its directory was written
+// (no events.jsonl): state "failed", `exit_code`, an empty summary and
+// `error` ({code, message}, and for a file's errors `diagnostics`, the
+// list check --json gives). run --json prints it as its last line.
+std::string unstarted_close_line(int exit_code, const nlohmann::json& error);
+
+// The ordinal of a device spec: 0 for "cpu" or "cuda", N for "cuda:N";
+// nullopt when what follows the ':' is not a number from 0 to kMaxOrdinal.
+constexpr int kMaxOrdinal = 1023;
+std::optional<int> device_ordinal(const std::string& spec);
+
 // A content hash for run files, modules and the IR: 16 hex digits of
 // 64-bit FNV-1a (identity, not security).
 std::string content_hash(std::string_view text);

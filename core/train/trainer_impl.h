@@ -61,6 +61,10 @@ class Trainer {
   // Setup (trainer.cpp).
   Maybe open_outputs();
   Maybe open_device();
+  Maybe check_memory();
+  Maybe load_data();
+  Maybe resolve();  // sinks, device, memory, data: before the run directory
+  int refuse(const Failure& f, int exit_code);
   Maybe compile();
   Maybe allocate();
   Maybe initialise();

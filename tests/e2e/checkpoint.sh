@@ -119,7 +119,10 @@ expect status-best 0 0 "^best +train/loss 0.005 @200$" "$TMP/out"
 expect status-json 0 $? '"state": "preempted"' "$TMP/out"
 expect status-json-next 0 0 '"next": "sexpgpu run test.lisp --steps 1000 --resume latest"' "$TMP/out"
 "$BIN" status "$TMP/nowhere" >"$TMP/out" 2>&1
-expect status-missing 2 $? "no status file" "$TMP/out"
+expect status-missing 2 $? "nowhere: no such run directory" "$TMP/out"
+mkdir -p "$TMP/empty"
+"$BIN" status "$TMP/empty" >"$TMP/out" 2>&1
+expect status-no-file 2 $? "no status file" "$TMP/out"
 echo '{"state": "running", "step": "x"}' >"$RUN/status.json"
 "$BIN" status "$RUN" >"$TMP/out" 2>&1
 expect status-bad 3 $? "a status field has the wrong type" "$TMP/out"

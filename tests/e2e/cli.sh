@@ -192,7 +192,10 @@ tail -1 "$TMP/run/events.jsonl" >"$TMP/out"
 grep -q '"kind":"annotation"' "$TMP/out" && grep -q '"step":40' "$TMP/out" && grep -q '"text":"lr looked too high here"' "$TMP/out" && grep -q '"lr":0.1' "$TMP/out" \
   || { echo "FAIL annotate: the appended event"; cat "$TMP/out"; fail=$((fail + 1)); }
 "$BIN" annotate "$TMP/nowhere" "x" >"$TMP/out" 2>&1
-expect annotate-no-run 2 $? "holds no run" "$TMP/out"
+expect annotate-no-run 2 $? "nowhere: no such run directory" "$TMP/out"
+mkdir -p "$TMP/empty-run"
+"$BIN" annotate "$TMP/empty-run" "x" >"$TMP/out" 2>&1
+expect annotate-empty-dir 2 $? "holds no run" "$TMP/out"
 "$BIN" annotate "$TMP/run" "x" --data '{bad' >"$TMP/out" 2>&1
 expect annotate-bad-data 2 $? "not JSON" "$TMP/out"
 
