@@ -264,13 +264,16 @@ Status Loader::apply_stage(const StageOverrides& overrides) {
                              opened_->windows(n, 0, 0).error());
     source = opened_, begin = split_begin_, end = split_end_;
     if (n != opened) {
-      const int64_t span = (split_end_ - split_begin_) * opened;
-      ir::Result<SourcePtr> view = opened_->windows(n, split_begin_ * opened, span);
+      int64_t first = 0, span = 0;
+      if (__builtin_mul_overflow(split_begin_, opened, &first) ||
+          __builtin_mul_overflow(split_end_ - split_begin_, opened, &span))
+        return Status::failure(who() + ": the split's tokens do not fit in 64 bits");
+      ir::Result<SourcePtr> view = opened_->windows(n, first, span);
       if (!view) return Status::failure(who() + ": " + view.error());
       if ((*view)->size() < 1)
         return Status::failure(who() + ": a stage's :seq-len " + std::to_string(n) + " needs " +
-                               std::to_string(n + 1) + " tokens, and the split has " +
-                               std::to_string(span + 1));
+                               std::to_string(uint64_t(n) + 1) + " tokens, and the split has " +
+                               std::to_string(uint64_t(span) + 1));
       source = *view, begin = 0, end = (*view)->size();
     }
   }
@@ -296,17 +299,31 @@ Status Loader::apply_stage(const StageOverrides& overrides) {
 }
 
 ir::Result<std::vector<std::vector<Loader::Shape>>> Loader::stage_rows(
-    std::span<const StageOverrides> stages, bool restart) const {
+    std::span<const StageOverrides> stages, bool restart, int64_t scan_limit) const {
   using R = ir::Result<std::vector<std::vector<Shape>>>;
+  // Each stage's epoch (m examples), batch and window length, as the loader
+  // has them after entering it.
+  struct Geometry {
+    int64_t m, b, n;
+  };
+  std::vector<Geometry> geometry;
   Loader l = *this;
   l.set_state({});
+  bool small = true;
+  for (const StageOverrides& o : stages) {
+    if (Status s = l.apply_stage(o); !s) return R::failure(s.error());
+    geometry.push_back({l.examples_per_epoch(), l.options_.batch, l.seq_len()});
+    small = small && geometry.back().m <= scan_limit;
+  }
   std::vector<std::vector<Shape>> out;
-  // Offsets the stage may be entered at, and those it may reach.
-  std::vector<char> enter, reach;
-  int64_t last_len = 0;
-  for (size_t j = 0; j < stages.size(); ++j) {
-    if (Status s = l.apply_stage(stages[j]); !s) return R::failure(s.error());
-    const int64_t m = l.examples_per_epoch(), b = l.options_.batch, n = l.seq_len();
+  // Exactly: the offsets each stage may be entered at and reach, one flag
+  // per offset. Above scan_limit examples, a superset in O(1): every offset
+  // reached is a multiple of g, the gcd of the batches so far (carried
+  // through a length change when the tokens divide, else g = 1).
+  std::vector<char> reach;
+  int64_t g = 0, last_len = 0;
+  for (size_t j = 0; j < geometry.size(); ++j) {
+    const auto [m, b, n] = geometry[j];
     std::vector<Shape>& shapes = out.emplace_back();
     auto add = [&](int64_t rows) {
       if (std::find(shapes.begin(), shapes.end(), Shape{rows, n}) == shapes.end())
@@ -314,28 +331,40 @@ ir::Result<std::vector<std::vector<Loader::Shape>>> Loader::stage_rows(
     };
     add(std::min(b, m));
     if (options_.drop_last) continue;
-    if (restart || stages.size() == 1) {
-      if (m > b && m % b != 0) add(m % b);
-      continue;
-    }
-    // A stage is entered at an offset the last one reached, moved with the
-    // tokens as apply_stage moves it, or at an epoch's start.
-    std::vector<char> next(static_cast<size_t>(m), 0);
-    next[0] = 1;
-    for (size_t o = 0; o < reach.size(); ++o) {
-      if (!reach[o]) continue;
-      int64_t moved = n == last_len ? int64_t(o) : (int64_t(o) * last_len + n - 1) / n;
-      next[static_cast<size_t>(moved < m ? moved : 0)] = 1;
-    }
-    enter = std::move(next);
-    // A full batch moves on by b (to the next epoch when it ends one), the
-    // remainder to the next epoch.
-    reach.assign(static_cast<size_t>(m), 0);
     std::vector<int64_t> remainders;
-    for (int64_t o = 0; o < m; ++o) {
-      reach[size_t(o)] = enter[size_t(o)] || (o >= b && reach[size_t(o - b)]);
-      if (reach[size_t(o)] && m - o < b) remainders.push_back(m - o);
+    if (restart || geometry.size() == 1) {
+      if (m > b && m % b != 0) remainders.push_back(m % b);
+    } else if (!small) {
+      if (j > 0 && n != last_len && g > 0) g = (g * last_len) % n == 0 ? g * last_len / n : 1;
+      g = std::gcd(g, b);
+      // r = m - o for a multiple o of g in (m - b, m]: r = m mod g, + g, ...
+      for (int64_t r = m % g == 0 ? g : m % g; r < b && r <= m; r += g) {
+        if (remainders.size() > kMaxRemainders) break;  // too many: said below
+        remainders.push_back(r);
+      }
+    } else {
+      // A stage is entered where the last one reached, moved with the tokens
+      // as apply_stage moves it, or at an epoch's start; a full batch moves
+      // on by b, and the epoch's end (its remainder) back to 0.
+      std::vector<char> enter(static_cast<size_t>(m), 0);
+      enter[0] = 1;
+      for (size_t o = 0; o < reach.size(); ++o) {
+        if (!reach[o]) continue;
+        int64_t moved = n == last_len ? int64_t(o) : (int64_t(o) * last_len + n - 1) / n;
+        enter[static_cast<size_t>(moved < m ? moved : 0)] = 1;
+      }
+      reach.assign(static_cast<size_t>(m), 0);
+      for (int64_t o = 0; o < m; ++o) {
+        reach[size_t(o)] = enter[size_t(o)] || (o >= b && reach[size_t(o - b)]);
+        if (reach[size_t(o)] && m - o < b) remainders.push_back(m - o);
+      }
     }
+    if (remainders.size() > kMaxRemainders)
+      return R::failure(who() + ": in stage " + std::to_string(j + 1) + " (batch " +
+                        std::to_string(b) + ") an epoch can end in more than " +
+                        std::to_string(kMaxRemainders) +
+                        " different remainders, each a compiled step: give the loader "
+                        ":drop-last t, or stage batch sizes that divide one another");
     std::sort(remainders.begin(), remainders.end(), std::greater<>());
     for (int64_t r : remainders) add(r);
     last_len = n;

@@ -43,10 +43,12 @@
 //   fewer windows) from that point, so in that one epoch some tokens may
 //   come twice and others not at all. Going back to the length as opened
 //   gives the source's own examples again.
-// - stage_rows() gives every batch size a loader can give as it goes
+// - stage_rows() gives every batch shape a loader can give as it goes
 //   through a list of stages, entered at any step: the runtime compiles the
 //   step for each (a stage that changes :batch mid-epoch can end that epoch
 //   in a remainder of another size than the one batch and split alone give).
+//   It follows every offset a stage can be entered at; a remainder depends
+//   only on the offset a stage's batches start from.
 #pragma once
 
 #include <cstdint>
@@ -169,8 +171,15 @@ class Loader {
     int64_t rows = 0, seq_len = 0;
     friend bool operator==(const Shape&, const Shape&) = default;
   };
+  // Up to `scan_limit` examples per epoch it is exact (a flag per offset);
+  // above, a superset that may hold remainders no schedule reaches (a step
+  // compiled for nothing, never a shape missed), in constant memory.
+  static constexpr int64_t kScanLimit = int64_t(1) << 24;
+  // More remainders than this in one stage is an error (not a list to compile).
+  static constexpr size_t kMaxRemainders = 64;
   ir::Result<std::vector<std::vector<Shape>>> stage_rows(std::span<const StageOverrides> stages,
-                                                         bool restart) const;
+                                                         bool restart,
+                                                         int64_t scan_limit = kScanLimit) const;
 
  private:
   Loader(SourcePtr source, LoaderOptions options, int64_t begin, int64_t end)

@@ -94,7 +94,9 @@ class SyntheticSource final : public Source {
   ir::Result<SourcePtr> windows(int64_t seq_len, int64_t first, int64_t span) const override {
     using R = ir::Result<SourcePtr>;
     if (spec_.kind != SyntheticKind::RandomTokens) return Source::windows(seq_len, first, span);
-    if (seq_len < 1 || first < 0 || span < 0 || first + span > spec_.examples * spec_.seq_len)
+    using wide = __int128;  // the bounds of a stream no gather could index overflow
+    if (seq_len < 1 || first < 0 || span < 0 ||
+        wide(first) + span > wide(spec_.examples) * spec_.seq_len)
       return R::failure(description_ + ": no windows of :seq-len " + std::to_string(seq_len) +
                         " in its tokens [" + std::to_string(first) + ", " +
                         std::to_string(first + span) + "]");

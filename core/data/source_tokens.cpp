@@ -138,7 +138,7 @@ class TokenSource final : public Source {
   ir::Result<SourcePtr> windows(int64_t seq_len, int64_t first, int64_t span) const override {
     using R = ir::Result<SourcePtr>;
     // This source's windows cover its tokens [0, size() * seq_len_].
-    if (seq_len < 1 || first < 0 || span < 0 || first + span > size() * seq_len_)
+    if (seq_len < 1 || first < 0 || span < 0 || span > size() * seq_len_ - first)
       return R::failure(description() + ": no windows of :seq-len " + std::to_string(seq_len) +
                         " in its tokens [" + std::to_string(first) + ", " +
                         std::to_string(first + span) + "]");

@@ -456,3 +456,58 @@ TEST_CASE("loader: stage_rows holds every batch shape any schedule gives", "[dat
     CHECK(all_seen == all_want);
   }
 }
+
+TEST_CASE("loader: stage_rows above the scan limit holds the exact shapes, in constant memory",
+          "[data]") {
+  TempDir dir;
+  using Shape = Loader::Shape;
+  auto flat = [](const std::vector<std::vector<Shape>>& stages) {
+    std::set<std::pair<int64_t, int64_t>> out;
+    for (const auto& stage : stages)
+      for (const Shape& s : stage) out.insert({s.rows, s.seq_len});
+    return out;
+  };
+  SourcePtr tokens = counting_tokens(dir, 1601, 16);
+  SourcePtr blobs = *open_synthetic({SyntheticKind::Blobs, 1000, 4, 3, 0, 0, 1});
+  struct Case {
+    SourcePtr source;
+    int64_t batch;
+    std::vector<StageOverrides> stages;
+  };
+  std::vector<Case> cases = {
+      {blobs, 32, {{8, std::nullopt}, {32, std::nullopt}}},
+      {blobs, 32, {{12, std::nullopt}, {20, std::nullopt}, {32, std::nullopt}}},
+      {tokens, 6, {{10, 4}, {6, 8}, {7, 16}}},
+      {tokens, 4, {{16, 4}, {8, 8}, {4, 16}}},
+  };
+  for (const Case& c : cases) {
+    Loader l = make_loader(c.source, {"train", c.batch, false, false, 0.0, 0.97, 0});
+    auto exact = l.stage_rows(c.stages, false);
+    auto superset = l.stage_rows(c.stages, false, 0);
+    REQUIRE(exact.ok());
+    REQUIRE(superset.ok());
+    std::set<std::pair<int64_t, int64_t>> e = flat(*exact), s = flat(*superset);
+    CHECK(std::includes(s.begin(), s.end(), e.begin(), e.end()));
+  }
+  // Batches that divide one another and lengths that divide the tokens: the
+  // superset is exact.
+  Loader pow2 = make_loader(tokens, {"train", 4, false, false, 0.0, 0.97, 0});
+  std::vector<StageOverrides> warm = {{16, 4}, {8, 8}, {4, 16}};
+  CHECK(flat(*pow2.stage_rows(warm, false, 0)) == flat(*pow2.stage_rows(warm, false)));
+  // 2^40 synthetic examples: nothing is held per example.
+  SourcePtr huge = *open_synthetic({SyntheticKind::Blobs, int64_t(1) << 40, 4, 3, 0, 0, 1});
+  Loader big = make_loader(huge, {"train", 32, false, false, 0.0, 1.0, 0});
+  auto rows =
+      big.stage_rows(std::vector<StageOverrides>{{8, std::nullopt}, {32, std::nullopt}}, false);
+  REQUIRE(rows.ok());
+  CHECK(rows->at(1) == std::vector<Shape>{{32, 0}, {24, 0}, {16, 0}, {8, 0}});
+  // A huge batch after a coprime one: far too many remainders, said at once.
+  auto many = big.stage_rows(
+      std::vector<StageOverrides>{{3, std::nullopt}, {int64_t(1) << 40, std::nullopt}}, false);
+  REQUIRE_FALSE(many.ok());
+  CHECK(many.error().find("more than 64 different remainders") != std::string::npos);
+  Loader scanned = make_loader(blobs, {"train", 32, false, false, 0.0, 1.0, 0});
+  CHECK_FALSE(
+      scanned.stage_rows(std::vector<StageOverrides>{{3, std::nullopt}, {900, std::nullopt}}, false)
+          .ok());
+}
