@@ -61,21 +61,49 @@ json loader_json(const runfile::LoaderDecl& l, const runfile::CompiledRun& run) 
     fields.push_back({{"name", f.name},
                       {"dtype", ir::ir_name(f.type.dtype)},
                       {"shape", shape_json(f.type.shape)}});
-  ir::Result<data::Loader> loader = data::Loader::create(l.source, l.options);
+  ir::Result<data::Loader> made = data::Loader::create(l.source, l.options);
+  std::optional<data::Loader> loader;
+  if (made) loader.emplace(std::move(made).value());
   json evals = json::array();
+  // The batch shapes its functions are compiled for (compile.h): the train
+  // step's for the train loader, else the first pass's that reads it.
+  const std::vector<runfile::SizedFunction>* sized =
+      l.name == run.train_loader ? &run.train_fns : nullptr;
   for (const runfile::EvalPass& e : run.evals)
-    if (e.decl.loader == l.name) evals.push_back(e.decl.name);
+    if (e.decl.loader == l.name) {
+      evals.push_back(e.decl.name);
+      if (!sized) sized = &e.fns;
+    }
+  json compiled = json::array();
+  if (sized)
+    for (const runfile::SizedFunction& f : *sized)
+      compiled.push_back({{"function", f.fn}, {"rows", f.rows}, {"seq_len", f.seq_len}});
+  const int64_t examples = loader ? loader->examples_per_epoch() : 0;
+  // Each curriculum stage: the loader's batch, window length and epoch in it.
+  json stages = json::array();
+  for (const runfile::StageInfo& s : run.stages) {
+    data::StageOverrides o = l.overrides_for(s.name);
+    json stage = {{"stage", s.name}, {"batch", *o.batch}};
+    if (o.seq_len) stage["seq_len"] = *o.seq_len;
+    if (loader && loader->apply_stage(o)) {
+      stage["examples"] = loader->examples_per_epoch();
+      stage["batches_per_epoch"] = loader->batches_per_epoch();
+    }
+    stages.push_back(stage);
+  }
   return {{"name", l.name},
           {"source", l.source->description()},
           {"batch", l.options.batch},
           {"shuffle", l.options.shuffle},
           {"drop_last", l.options.drop_last},
           {"split", {l.options.split_from, l.options.split_to}},
-          {"examples", loader ? loader->examples_per_epoch() : 0},
+          {"examples", examples},
           {"batches_per_epoch", l.batches_per_epoch},
           {"last_batch", l.last_batch_size},
           {"tokens_per_example", l.source->tokens_per_example()},
           {"fields", fields},
+          {"stages", stages},
+          {"compiled", compiled},
           {"train", l.name == run.train_loader},
           {"evals", evals}};
 }
@@ -160,7 +188,8 @@ json flops_per_step(const runfile::CompiledRun& run, int64_t tokens_per_example)
 // between steps and the largest arenas of its functions.
 json memory_json(const runfile::CompiledRun& run) {
   const train::RunMemory m = train::plan_run_memory(run);
-  return {{"parameters", m.parameters},
+  return {{"step_function", m.step_function},
+          {"parameters", m.parameters},
           {"gradients", m.gradients},
           {"optimizer_state", m.optimizer_state},
           {"update_outputs", m.update_outputs},
@@ -349,6 +378,21 @@ void print_loaders(std::ostream& os, const json& loaders) {
     for (const auto& f : l["fields"])
       os << " " << f["name"].get<std::string>() << " " << f["dtype"].get<std::string>()
          << shape_text(f["shape"]);
+    for (const auto& s : l["stages"]) {
+      os << "\n    stage " << s["stage"].get<std::string>() << ": batch " << commas(s["batch"]);
+      if (s.contains("seq_len")) os << ", seq-len " << commas(s["seq_len"]);
+      if (s.contains("examples"))
+        os << ", " << commas(s["examples"]) << " examples, " << commas(s["batches_per_epoch"])
+           << " batches per epoch";
+    }
+    if (l["compiled"].size() > 1) {
+      os << "\n    compiled for batches of:";
+      for (const auto& f : l["compiled"]) {
+        os << " " << commas(f["rows"]);
+        if (int64_t n = f["seq_len"]; n > 0 && n != l["tokens_per_example"].get<int64_t>())
+          os << "x" << commas(n);
+      }
+    }
     std::vector<std::string> users;
     if (l["train"].get<bool>()) users.push_back("training");
     for (const auto& e : l["evals"]) users.push_back("eval " + e.get<std::string>());
@@ -424,7 +468,10 @@ void print_memory(std::ostream& os, const json& m) {
       {"optimizer state", bytes_text(m["optimizer_state"])},
       {"update outputs", bytes_text(m["update_outputs"]), "new parameters and states"},
       {"batch", bytes_text(m["batch"]), "the step's inputs"},
-      {"activations", bytes_text(m["activations"]), "the step's intermediates at their peak"},
+      {"activations", bytes_text(m["activations"]),
+       "the step's intermediates at their peak" +
+           (m["step_function"] != "train_step" ? " (" + m["step_function"].get<std::string>() + ")"
+                                               : std::string())},
       {"workspace", bytes_text(m["workspace"]), workspace.empty() ? "" : "for " + workspace},
       {"total", bytes_text(m["total"])}};
   print_table(os, rows, "  ");

@@ -1,7 +1,9 @@
 // Loader (loader.h): split, order, batches, counters, save and restore.
 #include "data/loader.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "stage/philox.h"
@@ -151,6 +153,7 @@ ir::Result<Batch> Loader::next() {
   }
   Batch batch;
   batch.size = rows;
+  batch.seq_len = seq_len();
   batch.epoch = state_.epoch;
   std::vector<std::byte*> out;
   for (const Field& f : source_->fields()) {
@@ -168,22 +171,25 @@ ir::Result<Batch> Loader::next() {
 
 nlohmann::json Loader::save(const LoaderState& at) const {
   const LoaderCounters& c = at.counters;
-  return {{"format", 1},
-          {"name", options_.name},
-          {"source", source_->description()},
-          {"source_examples", source_->size()},
-          {"split", {begin_, end_}},
-          {"seed", options_.seed},
-          {"shuffle", options_.shuffle},
-          {"drop_last", options_.drop_last},
-          {"batch", options_.batch},
-          {"epoch", at.epoch},
-          {"offset", at.offset},
-          {"counters",
-           {{"examples", c.examples},
-            {"batches", c.batches},
-            {"epochs", c.epochs},
-            {"tokens", c.tokens}}}};
+  nlohmann::json saved = {{"format", 1},
+                          {"name", options_.name},
+                          {"source", opened_->description()},
+                          {"source_examples", opened_->size()},
+                          {"split", {split_begin_, split_end_}},
+                          {"seed", options_.seed},
+                          {"shuffle", options_.shuffle},
+                          {"drop_last", options_.drop_last},
+                          {"batch", options_.batch},
+                          {"epoch", at.epoch},
+                          {"offset", at.offset},
+                          {"counters",
+                           {{"examples", c.examples},
+                            {"batches", c.batches},
+                            {"epochs", c.epochs},
+                            {"tokens", c.tokens}}}};
+  // The window length the offset counts in (a stage's :seq-len).
+  if (seq_len() > 0) saved["seq_len"] = seq_len();
+  return saved;
 }
 
 namespace {
@@ -205,12 +211,18 @@ Status Loader::restore(const nlohmann::json& saved) {
       return Status::failure(who() + ": loader state format " + saved.at("format").dump() +
                              " is not supported (1 is)");
     }
-    std::vector<int64_t> split = {begin_, end_};
+    std::vector<int64_t> split = {split_begin_, split_end_};
+    // A checkpoint from before stages could change :seq-len counts in the
+    // source's own windows.
+    nlohmann::json with_len = saved;
+    if (seq_len() > 0 && !with_len.contains("seq_len"))
+      with_len["seq_len"] = opened_->tokens_per_example();
     for (const std::string& why :
          {mismatch(saved, "name", options_.name), mismatch(saved, "seed", options_.seed),
           mismatch(saved, "shuffle", options_.shuffle),
           mismatch(saved, "drop_last", options_.drop_last),
-          mismatch(saved, "source_examples", source_->size()), mismatch(saved, "split", split)}) {
+          mismatch(saved, "source_examples", opened_->size()), mismatch(saved, "split", split),
+          seq_len() > 0 ? mismatch(with_len, "seq_len", seq_len()) : std::string()}) {
       if (!why.empty()) return Status::failure(who() + ": cannot resume: " + why);
     }
     LoaderState state;
@@ -235,24 +247,129 @@ void Loader::set_state(const LoaderState& state) {
 }
 
 Status Loader::apply_stage(const StageOverrides& overrides) {
-  if (overrides.seq_len) {
-    return Status::failure(who() +
-                           ": a stage's :seq-len is not supported yet (it needs the "
-                           "source reopened); only :batch may change between stages");
-  }
-  if (overrides.batch) {
-    int64_t b = *overrides.batch;
-    if (b < 1)
-      return Status::failure(who() + ": a stage's :batch must be at least 1, not " +
-                             std::to_string(b));
-    if (options_.drop_last && examples_per_epoch() < b) {
-      return Status::failure(who() + ": a stage's :batch " + std::to_string(b) +
-                             " is more than the split's " + std::to_string(examples_per_epoch()) +
-                             " examples, and :drop-last drops it");
+  int64_t b = overrides.batch.value_or(options_.batch);
+  if (b < 1)
+    return Status::failure(who() + ": a stage's :batch must be at least 1, not " +
+                           std::to_string(b));
+  SourcePtr source = source_;
+  int64_t begin = begin_, end = end_;
+  const int64_t length = seq_len();
+  if (overrides.seq_len && *overrides.seq_len != length) {
+    const int64_t n = *overrides.seq_len, opened = opened_->tokens_per_example();
+    if (n < 1)
+      return Status::failure(who() + ": a stage's :seq-len must be at least 1, not " +
+                             std::to_string(n));
+    if (opened == 0)
+      return Status::failure(who() + ": a stage's :seq-len " + std::to_string(n) + ": " +
+                             opened_->windows(n, 0, 0).error());
+    source = opened_, begin = split_begin_, end = split_end_;
+    if (n != opened) {
+      int64_t first = 0, span = 0;
+      if (__builtin_mul_overflow(split_begin_, opened, &first) ||
+          __builtin_mul_overflow(split_end_ - split_begin_, opened, &span))
+        return Status::failure(who() + ": the split's tokens do not fit in 64 bits");
+      ir::Result<SourcePtr> view = opened_->windows(n, first, span);
+      if (!view) return Status::failure(who() + ": " + view.error());
+      if ((*view)->size() < 1)
+        return Status::failure(who() + ": a stage's :seq-len " + std::to_string(n) + " needs " +
+                               std::to_string(uint64_t(n) + 1) + " tokens, and the split has " +
+                               std::to_string(uint64_t(span) + 1));
+      source = *view, begin = 0, end = (*view)->size();
     }
-    options_.batch = b;
   }
+  if (options_.drop_last && end - begin < b) {
+    return Status::failure(
+        who() + ": a stage's :batch " + std::to_string(b) + " is more than the split's " +
+        std::to_string(end - begin) + " examples" +
+        (source != source_ ? " at :seq-len " + std::to_string(source->tokens_per_example())
+                           : std::string()) +
+        ", and :drop-last drops it");
+  }
+  if (source != source_) {
+    // The first window at or after the tokens the epoch has given.
+    const int64_t n = source->tokens_per_example();
+    state_.offset = (state_.offset * length + n - 1) / n;
+    source_ = std::move(source), begin_ = begin, end_ = end;
+    loaded_ = false;
+    order_epoch_ = -1;
+  }
+  options_.batch = b;
+  settle();
   return ok_status();
+}
+
+ir::Result<std::vector<std::vector<Loader::Shape>>> Loader::stage_rows(
+    std::span<const StageOverrides> stages, bool restart, int64_t scan_limit) const {
+  using R = ir::Result<std::vector<std::vector<Shape>>>;
+  // Each stage's epoch (m examples), batch and window length, as the loader
+  // has them after entering it.
+  struct Geometry {
+    int64_t m, b, n;
+  };
+  std::vector<Geometry> geometry;
+  Loader l = *this;
+  l.set_state({});
+  bool small = true;
+  for (const StageOverrides& o : stages) {
+    if (Status s = l.apply_stage(o); !s) return R::failure(s.error());
+    geometry.push_back({l.examples_per_epoch(), l.options_.batch, l.seq_len()});
+    small = small && geometry.back().m <= scan_limit;
+  }
+  std::vector<std::vector<Shape>> out;
+  // Exactly: the offsets each stage may be entered at and reach, one flag
+  // per offset. Above scan_limit examples, a superset in O(1): every offset
+  // reached is a multiple of g, the gcd of the batches so far (carried
+  // through a length change when the tokens divide, else g = 1).
+  std::vector<char> reach;
+  int64_t g = 0, last_len = 0;
+  for (size_t j = 0; j < geometry.size(); ++j) {
+    const auto [m, b, n] = geometry[j];
+    std::vector<Shape>& shapes = out.emplace_back();
+    auto add = [&](int64_t rows) {
+      if (std::find(shapes.begin(), shapes.end(), Shape{rows, n}) == shapes.end())
+        shapes.push_back({rows, n});
+    };
+    add(std::min(b, m));
+    if (options_.drop_last) continue;
+    std::vector<int64_t> remainders;
+    if (restart || geometry.size() == 1) {
+      if (m > b && m % b != 0) remainders.push_back(m % b);
+    } else if (!small) {
+      if (j > 0 && n != last_len && g > 0) g = (g * last_len) % n == 0 ? g * last_len / n : 1;
+      g = std::gcd(g, b);
+      // r = m - o for a multiple o of g in (m - b, m]: r = m mod g, + g, ...
+      for (int64_t r = m % g == 0 ? g : m % g; r < b && r <= m; r += g) {
+        if (remainders.size() > kMaxRemainders) break;  // too many: said below
+        remainders.push_back(r);
+      }
+    } else {
+      // A stage is entered where the last one reached, moved with the tokens
+      // as apply_stage moves it, or at an epoch's start; a full batch moves
+      // on by b, and the epoch's end (its remainder) back to 0.
+      std::vector<char> enter(static_cast<size_t>(m), 0);
+      enter[0] = 1;
+      for (size_t o = 0; o < reach.size(); ++o) {
+        if (!reach[o]) continue;
+        int64_t moved = n == last_len ? int64_t(o) : (int64_t(o) * last_len + n - 1) / n;
+        enter[static_cast<size_t>(moved < m ? moved : 0)] = 1;
+      }
+      reach.assign(static_cast<size_t>(m), 0);
+      for (int64_t o = 0; o < m; ++o) {
+        reach[size_t(o)] = enter[size_t(o)] || (o >= b && reach[size_t(o - b)]);
+        if (reach[size_t(o)] && m - o < b) remainders.push_back(m - o);
+      }
+    }
+    if (remainders.size() > kMaxRemainders)
+      return R::failure(who() + ": in stage " + std::to_string(j + 1) + " (batch " +
+                        std::to_string(b) + ") an epoch can end in more than " +
+                        std::to_string(kMaxRemainders) +
+                        " different remainders, each a compiled step: give the loader "
+                        ":drop-last t, or stage batch sizes that divide one another");
+    std::sort(remainders.begin(), remainders.end(), std::greater<>());
+    for (int64_t r : remainders) add(r);
+    last_len = n;
+  }
+  return out;
 }
 
 }  // namespace sexpgpu::data

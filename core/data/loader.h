@@ -29,8 +29,26 @@
 //   the configuration that must match on restore (name, seed, shuffle,
 //   drop-last, split, source size); the batch size may differ (a stage may
 //   change it) and the loader then continues from the same offset.
-// - :stages: apply_stage() changes the batch size now; a stage's source
-//   parameters (:seq-len) need the source reopened and say so in an error.
+// - :stages: apply_stage() changes the batch size now, and a token source's
+//   :seq-len: the loader then reads the split's tokens through windows of
+//   the new length (Source::windows). The split is fixed in the source as
+//   opened, examples [b, e) of length N, whose tokens are [bN, eN] (the
+//   last a target); at length N' the epoch is the floor((e-b)N / N')
+//   windows of N' that those tokens hold, so a split never reaches into
+//   another split's tokens at any length. The position moves with the
+//   tokens: offset o at length N becomes ceil(o N / N') at N' (the first
+//   window that starts at or after the tokens given so far). Without
+//   :shuffle the epoch goes on exactly where it was; with it, the rest of
+//   the epoch follows the new length's order (a permutation of more or
+//   fewer windows) from that point, so in that one epoch some tokens may
+//   come twice and others not at all. Going back to the length as opened
+//   gives the source's own examples again.
+// - stage_rows() gives every batch shape a loader can give as it goes
+//   through a list of stages, entered at any step: the runtime compiles the
+//   step for each (a stage that changes :batch mid-epoch can end that epoch
+//   in a remainder of another size than the one batch and split alone give).
+//   It follows every offset a stage can be entered at; a remainder depends
+//   only on the offset a stage's batches start from.
 #pragma once
 
 #include <cstdint>
@@ -88,8 +106,9 @@ struct BatchField {
 };
 
 struct Batch {
-  int64_t size = 0;   // rows: the batch size, or the remainder (see above)
-  int64_t epoch = 0;  // the epoch it belongs to
+  int64_t size = 0;     // rows: the batch size, or the remainder (see above)
+  int64_t seq_len = 0;  // the window length of a token source; 0 for the others
+  int64_t epoch = 0;    // the epoch it belongs to
   std::vector<BatchField> fields;
   const BatchField* find(std::string_view name) const;
 };
@@ -107,9 +126,14 @@ class Loader {
   static ir::Result<Loader> create(SourcePtr source, LoaderOptions options);
 
   const LoaderOptions& options() const { return options_; }
+  // The source as the loader reads it now: the one opened, or a stage's
+  // :seq-len view of it.
   const Source& source() const { return *source_; }
-  int64_t split_begin() const { return begin_; }
-  int64_t split_end() const { return end_; }
+  // The split, in the opened source's examples.
+  int64_t split_begin() const { return split_begin_; }
+  int64_t split_end() const { return split_end_; }
+  // The window length now (token sources), 0 for the others.
+  int64_t seq_len() const { return source_->tokens_per_example(); }
   int64_t examples_per_epoch() const { return end_ - begin_; }
   int64_t batches_per_epoch() const;
   // The rows of an epoch's last batch: the batch size, or the remainder.
@@ -133,22 +157,49 @@ class Loader {
   // Moves to a state this loader (or one of the same configuration) had.
   void set_state(const LoaderState& state);
 
-  // A stage's overrides (defcurriculum): the batch changes at once;
-  // :seq-len is not supported yet and is an error.
+  // A stage's overrides (defcurriculum), at once: the batch, and a token
+  // source's window length (see above). An override equal to the current
+  // value changes nothing.
   Status apply_stage(const StageOverrides& overrides);
+
+  // Every batch size (rows) and window length this loader can give in each
+  // of `stages`, entered in order at any step boundary (one may last no
+  // step), starting from its start; `restart` says the loader starts over in
+  // each stage instead (an evaluation pass). out[j] is stage j's (rows,
+  // seq_len) pairs, the full batch first. An error when a stage cannot apply.
+  struct Shape {
+    int64_t rows = 0, seq_len = 0;
+    friend bool operator==(const Shape&, const Shape&) = default;
+  };
+  // Up to `scan_limit` examples per epoch it is exact (a flag per offset);
+  // above, a superset that may hold remainders no schedule reaches (a step
+  // compiled for nothing, never a shape missed), in constant memory.
+  static constexpr int64_t kScanLimit = int64_t(1) << 24;
+  // More remainders than this in one stage is an error (not a list to compile).
+  static constexpr size_t kMaxRemainders = 64;
+  ir::Result<std::vector<std::vector<Shape>>> stage_rows(std::span<const StageOverrides> stages,
+                                                         bool restart,
+                                                         int64_t scan_limit = kScanLimit) const;
 
  private:
   Loader(SourcePtr source, LoaderOptions options, int64_t begin, int64_t end)
-      : source_(std::move(source)), options_(std::move(options)), begin_(begin), end_(end) {}
+      : opened_(source),
+        source_(std::move(source)),
+        options_(std::move(options)),
+        split_begin_(begin),
+        split_end_(end),
+        begin_(begin),
+        end_(end) {}
   // Moves to the next epoch while the current one has no batch left.
   void settle();
   const std::vector<int64_t>& cached_order();
   std::string who() const { return "loader " + options_.name; }
 
-  SourcePtr source_;
+  SourcePtr opened_;  // the source as opened
+  SourcePtr source_;  // opened_, or a :seq-len view of its split
   LoaderOptions options_;
-  int64_t begin_ = 0;
-  int64_t end_ = 0;
+  int64_t split_begin_ = 0, split_end_ = 0;  // the split, in opened_'s examples
+  int64_t begin_ = 0, end_ = 0;              // the split, in source_'s examples
   LoaderState state_;
   bool loaded_ = false;
   int64_t order_epoch_ = -1;      // the epoch `order_` is for (-1: none yet)

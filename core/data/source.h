@@ -67,6 +67,20 @@ class Source {
   // the loader's token counter adds this per example.
   virtual int64_t tokens_per_example() const { return 0; }
 
+  // A stage's :seq-len (loader.h): for token sources, the same stream cut
+  // into windows of `seq_len` over its tokens [first, first + span]: example
+  // i is the inputs [first + i seq_len, first + (i+1) seq_len) and their
+  // next-token targets, so floor(span / seq_len) examples; `first` counts
+  // from this source's first token. The result shares this source's data
+  // (a load of either loads it once). Other sources have no :seq-len: a
+  // failure saying so.
+  virtual ir::Result<std::shared_ptr<Source>> windows(int64_t seq_len, int64_t first,
+                                                      int64_t span) const {
+    (void)seq_len, (void)first, (void)span;
+    return ir::Result<std::shared_ptr<Source>>::failure(
+        description() + " has no :seq-len (only the tokens, text and random-tokens sources do)");
+  }
+
   // Brings the data into memory. Idempotent and thread-safe (two loaders may
   // share one source); the first failure is kept and returned every time.
   virtual Status load() = 0;

@@ -14,7 +14,8 @@
 //   :blobs        c_kj = 3 n(blobs:centers, kF + j), y_i = u(blobs:y, i, K),
 //                 x_ij = c_{y_i j} + n(blobs:x, iF + j).
 //   :random-tokens a token stream s_k = u(random-tokens, k, V), windowed as
-//                 the tokens source does: x_it = s_{iT+t}, y_it = s_{iT+t+1}.
+//                 the tokens source does: x_it = s_{iT+t}, y_it = s_{iT+t+1}
+//                 (a stage's :seq-len view starts at s_first: s_{first+iT+t}).
 #include <cmath>
 #include <cstring>
 
@@ -40,7 +41,10 @@ int64_t below(const RngStream& s, uint64_t k, int64_t bound) {
 
 class SyntheticSource final : public Source {
  public:
-  explicit SyntheticSource(const SyntheticSpec& spec) : spec_(spec) {
+  // first_token: where the :random-tokens windows start in the stream (a
+  // stage's :seq-len view, windows() below); 0 for the source as written.
+  explicit SyntheticSource(const SyntheticSpec& spec, int64_t first_token = 0)
+      : spec_(spec), first_token_(first_token) {
     const int64_t f = spec.features, t = spec.seq_len;
     switch (spec.kind) {
       case SyntheticKind::Regression:
@@ -75,6 +79,7 @@ class SyntheticSource final : public Source {
     }
     description_ +=
         " :examples " + std::to_string(spec.examples) + " :seed " + std::to_string(spec.seed);
+    if (first_token > 0) description_ += " from token " + std::to_string(first_token);
   }
 
   const std::string& description() const override { return description_; }
@@ -84,6 +89,23 @@ class SyntheticSource final : public Source {
     return spec_.kind == SyntheticKind::RandomTokens ? spec_.seq_len : 0;
   }
   Status load() override { return ok_status(); }
+
+  // The stream's windows of `seq_len` from token `first` (source.h).
+  ir::Result<SourcePtr> windows(int64_t seq_len, int64_t first, int64_t span) const override {
+    using R = ir::Result<SourcePtr>;
+    if (spec_.kind != SyntheticKind::RandomTokens) return Source::windows(seq_len, first, span);
+    using wide = __int128;  // the bounds of a stream no gather could index overflow
+    if (seq_len < 1 || first < 0 || span < 0 ||
+        wide(first) + span > wide(spec_.examples) * spec_.seq_len)
+      return R::failure(description_ + ": no windows of :seq-len " + std::to_string(seq_len) +
+                        " in its tokens [" + std::to_string(first) + ", " +
+                        std::to_string(first + span) + "]");
+    SyntheticSpec spec = spec_;
+    spec.seq_len = seq_len;
+    spec.examples = span / seq_len;
+    auto view = std::make_shared<SyntheticSource>(spec, first_token_ + first);
+    return SourcePtr(view);
+  }
 
   void gather(std::span<const int64_t> indices, std::span<std::byte* const> out) const override {
     for (size_t j = 0; j < indices.size(); ++j) {
@@ -119,14 +141,14 @@ class SyntheticSource final : public Source {
   }
 
   void random_tokens(int64_t i, std::span<std::byte* const> out, size_t j) const {
-    const int64_t t = spec_.seq_len;
+    const int64_t t = spec_.seq_len, start = first_token_ + i * t;
     int32_t* x = reinterpret_cast<int32_t*>(out[0]) + j * t;
     int32_t* y = reinterpret_cast<int32_t*>(out[1]) + j * t;
     int32_t previous =
-        static_cast<int32_t>(below(x_stream_, static_cast<uint64_t>(i * t), spec_.vocab));
+        static_cast<int32_t>(below(x_stream_, static_cast<uint64_t>(start), spec_.vocab));
     for (int64_t k = 0; k < t; ++k) {
       int32_t next =
-          static_cast<int32_t>(below(x_stream_, static_cast<uint64_t>(i * t + k + 1), spec_.vocab));
+          static_cast<int32_t>(below(x_stream_, static_cast<uint64_t>(start + k + 1), spec_.vocab));
       x[k] = previous;
       y[k] = next;
       previous = next;
@@ -134,6 +156,7 @@ class SyntheticSource final : public Source {
   }
 
   SyntheticSpec spec_;
+  int64_t first_token_ = 0;
   std::string description_;
   std::vector<Field> fields_;
   std::vector<double> weights_;  // :regression w_j; :blobs the centres c_kj

@@ -1,7 +1,10 @@
 // The `tokens` and `text` sources (source.h): a stream of tokens from one or
 // more flat files, cut into non-overlapping windows of seq-len inputs, each
-// with its next-token targets.
+// with its next-token targets. A stage's :seq-len views the same stream
+// (loaded once) through other windows (Source::windows).
 #include <cstring>
+#include <mutex>
+#include <tuple>
 
 #include "data/file_io.h"
 #include "data/source_array.h"
@@ -36,38 +39,66 @@ ir::Result<TokenFiles> measure(const std::vector<fs::path>& paths, ir::DType dty
   return files;
 }
 
-// The stream in memory: the file's map, or the files concatenated in order.
-ir::Result<ArrayData> load_stream(const TokenFiles& files, ir::DType dtype, int64_t seq_len) {
-  using R = ir::Result<ArrayData>;
-  ArrayData data;
+// The stream a source and its windowed views (a stage's :seq-len) share:
+// mapped or concatenated once, by whichever loads first.
+struct SharedStream {
+  TokenFiles files;
+  ir::DType dtype = ir::DType::U8;
+  std::string kind;  // "tokens" or "text"
+  std::mutex mutex;
+  bool attempted = false;
+  std::string error;
+  std::shared_ptr<const void> owner;
   const std::byte* base = nullptr;
-  if (files.paths.size() == 1) {
-    auto map = MappedFile::open(files.paths[0]);
-    if (!map) return R::failure(map.error());
-    if ((*map)->size() != files.total_bytes) {
-      return R::failure(quoted(files.paths[0]) + ": changed size since it was opened");
-    }
-    data.owners.push_back(*map);
-    base = (*map)->data();
-  } else {
-    std::vector<std::byte> stream(files.total_bytes);
-    uint64_t at = 0;
-    for (size_t i = 0; i < files.paths.size(); ++i) {
-      auto map = MappedFile::open(files.paths[i]);
-      if (!map) return R::failure(map.error());
-      if ((*map)->size() != files.bytes[i]) {
-        return R::failure(quoted(files.paths[i]) + ": changed size since it was opened");
+
+  ir::Result<const std::byte*> load();
+  // The layouts of windows of `seq_len` starting at token `first`.
+  ir::Result<ArrayData> windows(int64_t first, int64_t seq_len);
+};
+
+ir::Result<const std::byte*> SharedStream::load() {
+  using R = ir::Result<const std::byte*>;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!attempted) {
+    attempted = true;
+    if (files.paths.size() == 1) {
+      auto map = MappedFile::open(files.paths[0]);
+      if (!map)
+        error = map.error();
+      else if ((*map)->size() != files.total_bytes)
+        error = quoted(files.paths[0]) + ": changed size since it was opened";
+      else
+        owner = *map, base = (*map)->data();
+    } else {
+      std::vector<std::byte> stream(files.total_bytes);
+      uint64_t at = 0;
+      for (size_t i = 0; i < files.paths.size() && error.empty(); ++i) {
+        auto map = MappedFile::open(files.paths[i]);
+        if (!map)
+          error = map.error();
+        else if ((*map)->size() != files.bytes[i])
+          error = quoted(files.paths[i]) + ": changed size since it was opened";
+        else if (files.bytes[i] > 0)
+          std::memcpy(stream.data() + at, (*map)->data(), files.bytes[i]);
+        at += files.bytes[i];
       }
-      if (files.bytes[i] > 0) std::memcpy(stream.data() + at, (*map)->data(), files.bytes[i]);
-      at += files.bytes[i];
+      if (error.empty()) std::tie(owner, base) = own(std::move(stream));
     }
-    auto [owner, first] = own(std::move(stream));
-    data.owners.push_back(owner);
-    base = first;
   }
+  if (!error.empty()) return R::failure(error);
+  return base;
+}
+
+ir::Result<ArrayData> SharedStream::windows(int64_t first, int64_t seq_len) {
+  ir::Result<const std::byte*> stream = load();
+  if (!stream) return ir::Result<ArrayData>::failure(stream.error());
   int64_t token_bytes = static_cast<int64_t>(ir::size_bytes(dtype));
+  const std::byte* start = *stream + first * token_bytes;
   int64_t stride = seq_len * token_bytes;
-  data.layouts = {FieldLayout{base, stride, dtype}, FieldLayout{base + token_bytes, stride, dtype}};
+  ArrayData data;
+  data.owners.push_back(owner);
+  data.layouts = {FieldLayout{start, stride, dtype},
+                  FieldLayout{start + token_bytes, stride, dtype}};
   return data;
 }
 
@@ -76,6 +107,51 @@ std::string join_paths(const std::vector<fs::path>& paths) {
   for (const fs::path& p : paths) out += " " + p.string();
   return out;
 }
+
+// The windows of `seq_len` tokens from token `first` of a shared stream: an
+// ArraySource (its gather widens u8 and u16 to i32) that can make views.
+class TokenSource final : public Source {
+ public:
+  TokenSource(std::shared_ptr<SharedStream> stream, int64_t first, int64_t seq_len,
+              int64_t examples)
+      : stream_(std::move(stream)), first_(first), seq_len_(seq_len) {
+    std::string description = stream_->kind + join_paths(stream_->files.paths);
+    if (stream_->kind == "tokens")
+      description += " :dtype " + std::string(ir::lisp_keyword(stream_->dtype));
+    description += " :seq-len " + std::to_string(seq_len);
+    if (first > 0) description += " from token " + std::to_string(first);
+    std::vector<Field> fields = {{"x", ir::DType::I32, ir::Shape{seq_len}},
+                                 {"y", ir::DType::I32, ir::Shape{seq_len}}};
+    auto load = [stream = stream_, first, seq_len] { return stream->windows(first, seq_len); };
+    array_ = std::make_unique<ArraySource>(std::move(description), stream_->files.paths,
+                                           std::move(fields), examples, seq_len, std::move(load));
+  }
+
+  const std::string& description() const override { return array_->description(); }
+  const std::vector<Field>& fields() const override { return array_->fields(); }
+  const std::vector<fs::path>& files() const override { return array_->files(); }
+  int64_t size() const override { return array_->size(); }
+  int64_t tokens_per_example() const override { return seq_len_; }
+  Status load() override { return array_->load(); }
+  void gather(std::span<const int64_t> indices, std::span<std::byte* const> out) const override {
+    array_->gather(indices, out);
+  }
+  ir::Result<SourcePtr> windows(int64_t seq_len, int64_t first, int64_t span) const override {
+    using R = ir::Result<SourcePtr>;
+    // This source's windows cover its tokens [0, size() * seq_len_].
+    if (seq_len < 1 || first < 0 || span < 0 || span > size() * seq_len_ - first)
+      return R::failure(description() + ": no windows of :seq-len " + std::to_string(seq_len) +
+                        " in its tokens [" + std::to_string(first) + ", " +
+                        std::to_string(first + span) + "]");
+    return SourcePtr(
+        std::make_shared<TokenSource>(stream_, first_ + first, seq_len, span / seq_len));
+  }
+
+ private:
+  std::shared_ptr<SharedStream> stream_;
+  int64_t first_, seq_len_;
+  std::unique_ptr<ArraySource> array_;
+};
 
 ir::Result<SourcePtr> open_stream(std::string_view kind, const std::vector<fs::path>& paths,
                                   ir::DType dtype, int64_t seq_len) {
@@ -92,15 +168,12 @@ ir::Result<SourcePtr> open_stream(std::string_view kind, const std::vector<fs::p
                       " tokens, and one window of :seq-len " + std::to_string(seq_len) + " needs " +
                       std::to_string(seq_len + 1));
   }
-  int64_t examples = (tokens - 1) / seq_len;
-  std::vector<Field> fields = {{"x", ir::DType::I32, ir::Shape{seq_len}},
-                               {"y", ir::DType::I32, ir::Shape{seq_len}}};
-  std::string description = std::string(kind) + join_paths(paths);
-  if (kind == "tokens") description += " :dtype " + std::string(ir::lisp_keyword(dtype));
-  description += " :seq-len " + std::to_string(seq_len);
-  auto load = [files = *files, dtype, seq_len] { return load_stream(files, dtype, seq_len); };
-  return SourcePtr(std::make_shared<ArraySource>(std::move(description), paths, std::move(fields),
-                                                 examples, seq_len, std::move(load)));
+  auto stream = std::make_shared<SharedStream>();
+  stream->files = std::move(files).value();
+  stream->dtype = dtype;
+  stream->kind = std::string(kind);
+  return SourcePtr(
+      std::make_shared<TokenSource>(std::move(stream), 0, seq_len, (tokens - 1) / seq_len));
 }
 
 }  // namespace

@@ -90,11 +90,11 @@ void order_inputs(ir::Function& fn) {
 }
 
 // The batch plist: one staged input per field, named batch:FIELD.
-Value batch_plist(Interp& in, const LoaderDecl& loader, int64_t rows) {
+Value batch_plist(Interp& in, const LoaderDecl& loader, const SizedFunction& shape) {
   stage::Stager& st = stage::stager_of(in);
   ir::Builder b(st.current());
   std::vector<Value> items;
-  for (const BatchFieldType& f : loader.batch_types(rows)) {
+  for (const BatchFieldType& f : loader.batch_types(shape.rows, shape.seq_len)) {
     items.push_back(in.sym_kw(lisp::upcase_ascii(f.name)));
     items.push_back(st.wrap(b.input("batch:" + f.name, f.type)));
   }
@@ -137,13 +137,13 @@ std::vector<NodeId> trainable_params(const ir::Module& m, const ir::Function& fn
   return out;
 }
 
-void stage_train(Interp& in, Compilation& c, const SizedFunction& sf) {
+void stage_train(Interp& in, Compilation& c, SizedFunction& sf) {
   stage::Stager& st = stage::stager_of(in);
   FunctionGuard guard(st, sf.fn, true, compute_dtype(c.out.run));
   Value loss_value;
   {
     TraceScope trace(in);
-    Value batch = prepared_batch(in, batch_plist(in, *c.train, sf.rows));
+    Value batch = prepared_batch(in, batch_plist(in, *c.train, sf));
     Value args[2] = {batch, ctx_function(in)};
     loss_value = in.apply(user_function(in, "OBJECTIVE"), args, 2);
     in.single();
@@ -168,7 +168,7 @@ void stage_train(Interp& in, Compilation& c, const SizedFunction& sf) {
   std::vector<MetricEntry> metrics = metric_outputs(in, fn);
   if (c.out.train_fns.empty() || sf.fn == c.out.train_fns.front().fn) c.out.train_metrics = metrics;
   std::vector<NodeId> params = trainable_params(st.module(), fn);
-  if (sf.fn == "train_step") c.out.forward_nodes = int64_t(fn.nodes.size());
+  sf.forward_nodes = int64_t(fn.nodes.size());
   std::vector<ir::NonDifferentiable> nondiff;
   ir::Gradients g = ir::differentiate(fn, loss, params, &nondiff);
   for (const ir::NonDifferentiable& nd : nondiff)
@@ -192,7 +192,7 @@ void stage_eval(Interp& in, Compilation& c, EvalPass& pass, const LoaderDecl& lo
   stage::Stager& st = stage::stager_of(in);
   FunctionGuard guard(st, sf.fn, false, compute_dtype(c.out.run));
   TraceScope trace(in);
-  Value batch = prepared_batch(in, batch_plist(in, loader, sf.rows));
+  Value batch = prepared_batch(in, batch_plist(in, loader, sf));
   Value args[2] = {batch, ctx_function(in)};
   Value fn_value = user_function(in, lisp::upcase_ascii(pass.decl.fn).c_str());
   if (fn_value.is_nil())
@@ -385,26 +385,47 @@ void check_eval_leaks(Interp& in, const Compilation& c) {
   }
 }
 
-// Every batch size the loader gives: its batch and each stage's, and the
-// smaller last batch of an epoch under each (without :drop-last).
-std::vector<SizedFunction> sized(const std::string& base, const LoaderDecl& l,
-                                 const std::vector<StageDecl>& stages) {
-  std::vector<int64_t> batches{l.options.batch};
-  for (const StageDecl& s : stages)
-    for (const auto& [name, o] : l.stages)
-      if (name == s.name && o.batch) batches.push_back(*o.batch);
-  int64_t examples = data::split_index(l.options.split_to, l.source->size()) -
-                     data::split_index(l.options.split_from, l.source->size());
-  std::vector<int64_t> rows;
-  for (int64_t b : batches) {
-    rows.push_back(b);
-    if (!l.options.drop_last && examples % b != 0) rows.push_back(examples % b);
-  }
-  std::vector<SizedFunction> out;
-  for (int64_t r : rows) {
-    bool seen =
-        std::any_of(out.begin(), out.end(), [&](const SizedFunction& f) { return f.rows == r; });
-    if (!seen) out.push_back({out.empty() ? base : base + "@" + std::to_string(r), r});
+// Every batch shape the loader gives (data::Loader::stage_rows) through the
+// curriculum's stages, the loader's own batch first, named BASE, BASE@ROWS
+// or BASE@ROWSxSEQ. `restart`: an evaluation pass, which reads its loader
+// from the start in whichever stage it runs.
+std::vector<SizedFunction> sized(Interp& in, const std::string& base, const LoaderDecl& l,
+                                 const std::vector<StageDecl>& stages, bool restart) {
+  std::vector<data::StageOverrides> overrides;
+  for (const StageDecl& s : stages) overrides.push_back(l.overrides_for(s.name));
+  if (overrides.empty()) overrides.push_back(l.overrides_for(""));
+  ir::Result<data::Loader> loader = data::Loader::create(l.source, l.options);
+  ir::Result<std::vector<std::vector<data::Loader::Shape>>> shapes =
+      loader ? loader->stage_rows(overrides, restart)
+             : ir::Result<std::vector<std::vector<data::Loader::Shape>>>::failure(loader.error());
+  if (!shapes)
+    in.fail_at(l.span, "E-LOADER-SOURCE", shapes.error(),
+               "each stage's :batch and :seq-len must fit the loader's source and split");
+  const int64_t own_len = l.source->tokens_per_example();
+  std::vector<SizedFunction> out{{base, l.options.batch, own_len}};
+  for (const auto& stage : *shapes)
+    for (const data::Loader::Shape& s : stage) {
+      bool seen = std::any_of(out.begin(), out.end(), [&](const SizedFunction& f) {
+        return f.rows == s.rows && f.seq_len == s.seq_len;
+      });
+      if (seen) continue;
+      std::string suffix = "@" + std::to_string(s.rows);
+      if (s.seq_len != own_len) suffix += "x" + std::to_string(s.seq_len);
+      out.push_back({base + suffix, s.rows, s.seq_len});
+    }
+  if (out.size() > kMaxBatchShapes) {
+    std::string list;
+    for (size_t i = 0; i < out.size() && i < 8; ++i)
+      list += (i ? ", " : "") + std::to_string(out[i].rows) +
+              (out[i].seq_len != own_len ? "x" + std::to_string(out[i].seq_len) : "");
+    if (out.size() > 8) list += ", ...";
+    in.fail_at(l.span, "E-LOADER-SOURCE",
+               "loader " + l.name + ": its stages give batches of " + std::to_string(out.size()) +
+                   " shapes (" + list + "), each a compiled " + base + ", and " +
+                   std::to_string(kMaxBatchShapes) +
+                   " is the most: a stage that changes :batch mid-epoch can end the epoch in "
+                   "another remainder",
+               "give the loader :drop-last t, or stage batch sizes that divide one another");
   }
   return out;
 }
@@ -501,7 +522,6 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     });
     return std::nullopt;
   }
-  c.out.train_fns = sized("train_step", *c.train, contract.stages);
   if (c.out.run.precision == "bf16" && c.out.run.master_weights == "none") {
     step(in, c, contract.run->span, "precision", [&] {
       in.fail("E-UNSUPPORTED", ":master-weights :none is not implemented yet",
@@ -509,15 +529,9 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     });
     return std::nullopt;
   }
-  for (const LoaderDecl& l : loaders_of(in).decls)
-    for (const auto& [name, o] : l.stages)
-      if (o.seq_len) {
-        step(in, c, l.span, "stages", [&] {
-          in.fail("E-UNSUPPORTED", "loader " + l.name + ": a stage's :seq-len is not supported yet",
-                  "only :batch may change between stages for now");
-        });
-        return std::nullopt;
-      }
+  if (!step(in, c, c.train->span, "stages",
+            [&] { c.out.train_fns = sized(in, "train_step", *c.train, contract.stages, false); }))
+    return std::nullopt;
   for (const StageDecl& s : contract.stages) {
     StageInfo info{s.name, s.until.is_nil() ? "" : "until:" + s.name};
     if (!s.until.is_nil())
@@ -525,13 +539,16 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     c.out.stages.push_back(std::move(info));
   }
   Span objective_span = span_of("DEFUN", "OBJECTIVE");
-  for (const SizedFunction& sf : c.out.train_fns)
+  for (SizedFunction& sf : c.out.train_fns)
     if (!step(in, c, objective_span, "train", [&] { stage_train(in, c, sf); })) return std::nullopt;
   step(in, c, span_of("DEFEVAL", nullptr), "eval-leak", [&] { check_eval_leaks(in, c); });
   for (const EvalDecl& e : contract.evals) {
     const LoaderDecl* l = loaders_of(in).find(e.loader);
     if (!l) continue;
-    EvalPass pass{e, sized("eval:" + e.name, *l, contract.stages), {}};
+    EvalPass pass{e, {}, {}};
+    if (!step(in, c, l->span, "stages",
+              [&] { pass.fns = sized(in, "eval:" + e.name, *l, contract.stages, true); }))
+      continue;
     for (const SizedFunction& sf : pass.fns)
       step(in, c, e.span, "eval", [&] { stage_eval(in, c, pass, *l, sf); });
     c.out.evals.push_back(std::move(pass));
@@ -582,12 +599,13 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
   return std::move(c.out);
 }
 
-StepFlops step_flops(const CompiledRun& run) {
+StepFlops step_flops(const CompiledRun& run, const SizedFunction* train) {
   StepFlops f;
   const double micro = double(run.run.microbatches);
-  if (const ir::Function* staged = run.staged.find(run.train_fns.front().fn)) {
-    f.forward = ir::function_cost(*staged, 0, ir::NodeId(run.forward_nodes)).flops * micro;
-    f.backward = ir::function_cost(*staged, ir::NodeId(run.forward_nodes)).flops * micro;
+  if (!train) train = &run.train_fns.front();
+  if (const ir::Function* staged = run.staged.find(train->fn)) {
+    f.forward = ir::function_cost(*staged, 0, ir::NodeId(train->forward_nodes)).flops * micro;
+    f.backward = ir::function_cost(*staged, ir::NodeId(train->forward_nodes)).flops * micro;
   }
   if (const ir::Function* acc = run.module.find("accumulate"))
     f.accumulate = ir::function_cost(*acc).flops * (micro - 1);

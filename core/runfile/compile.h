@@ -13,8 +13,9 @@
 //   until:STAGE          ctx:KEY... -> until (1 when the stage is over)
 //
 // A function is staged for the loader's batch size and, when an epoch ends
-// in a smaller batch or a curriculum stage changes :batch, again for each
-// other size (NAME@ROWS). Inputs are fed by
+// in a smaller batch or a curriculum stage changes :batch or :seq-len, again
+// for each other batch shape the loader can give (data::Loader::stage_rows):
+// NAME@ROWS, or NAME@ROWSxSEQ for a stage's :seq-len. Inputs are fed by
 // name: "batch:x", "ctx:step", "rng", and Param nodes by path.
 #pragma once
 
@@ -62,15 +63,23 @@ struct MetricEntry {
   MetricReduce reduce = MetricReduce::Mean;
 };
 
-// One staged function for one batch size.
+// One staged function for one batch shape.
 struct SizedFunction {
-  std::string fn;  // "train_step" or "train_step@96"
+  std::string fn;  // "train_step", "train_step@96" or "train_step@128x64"
   int64_t rows = 0;
+  int64_t seq_len = 0;  // a token source's window length; 0 for the others
+  // A training step's: nodes [0, forward_nodes) of its staged function are
+  // the forward pass (prepare, objective, metrics), the gradient's follow.
+  int64_t forward_nodes = 0;
 };
+
+// More batch shapes than this for one function is an error (compile_run):
+// each is a compiled program, and :drop-last needs none but the batches.
+inline constexpr size_t kMaxBatchShapes = 16;
 
 struct EvalPass {
   EvalDecl decl;
-  std::vector<SizedFunction> fns;  // for the full batch, then a smaller last one
+  std::vector<SizedFunction> fns;  // the full batch first, then the stages' other shapes
   std::vector<MetricEntry> metrics;
 };
 
@@ -86,9 +95,6 @@ struct DiagnosticPlan;  // runfile/diagnostics.h
 struct CompiledRun {
   ir::Module module;  // every function, after ir::optimize
   ir::Module staged;  // the same before the passes
-  // In staged's train_step, nodes [0, forward_nodes) are the forward pass
-  // (prepare, objective, metrics); the gradient nodes follow.
-  int64_t forward_nodes = 0;
   RunDecl run;
   int64_t steps = 0;  // :steps, or :epochs times the train loader's batches per epoch
   std::string train_loader = "train";
@@ -110,14 +116,15 @@ struct CompiledRun {
 };
 
 // The FLOPs of one optimizer step by the IR's cost model (ir/cost.h): every
-// microbatch's forward and backward pass of the full batch, the gradient
-// sums, the update. explain reports them; the trainer's mfu series divides
-// them by the step's time.
+// microbatch's forward and backward pass of the full batch (or of the batch
+// shape `train` gives, one of train_fns), the gradient sums, the update.
+// explain reports them; the trainer's mfu series divides them by the step's
+// time.
 struct StepFlops {
   double forward = 0, backward = 0, accumulate = 0, update = 0;
   double total() const { return forward + backward + accumulate + update; }
 };
-StepFlops step_flops(const CompiledRun& run);
+StepFlops step_flops(const CompiledRun& run, const SizedFunction* train = nullptr);
 
 // Stages the contract of an evaluated run file. Errors are reported to the
 // interpreter's sink (each at its form) and give nullopt; nothing is staged

@@ -529,7 +529,8 @@ std::optional<ir::Function> stage_forward(Interp& in, const CompiledRun& run,
     TraceScope trace(in);
     ir::Builder b(st.current());
     std::vector<Value> items;
-    for (const BatchFieldType& f : loaders_of(in).find(run.train_loader)->batch_types(train.rows)) {
+    for (const BatchFieldType& f :
+         loaders_of(in).find(run.train_loader)->batch_types(train.rows, train.seq_len)) {
       items.push_back(in.sym_kw(lisp::upcase_ascii(f.name)));
       items.push_back(st.wrap(b.input("batch:" + f.name, f.type)));
     }
@@ -554,7 +555,7 @@ void stage_forwards(Interp& in, DiagnosticPlan& plan, const CompiledRun& run) {
     if (!fn) return;
     if (plan.probes.empty())
       for (const ir::Output& o : fn->outputs) plan.probes.push_back(o.name.substr(6));
-    plan.forwards.push_back(SizedFunction{fn->name, train.rows});
+    plan.forwards.push_back(SizedFunction{fn->name, train.rows, train.seq_len});
     plan.module.functions.push_back(std::move(*fn));
   }
 }

@@ -40,8 +40,13 @@ struct LoaderDecl {
   int64_t batches_per_epoch = 0;
   int64_t last_batch_size = 0;
 
-  // The batch as prepare/objective receive it, `rows` rows (default: batch).
-  std::vector<BatchFieldType> batch_types(int64_t rows = 0) const;
+  // The batch as prepare/objective receive it, `rows` rows (default: batch),
+  // and for a token source windows of `seq_len` (default: its own).
+  std::vector<BatchFieldType> batch_types(int64_t rows = 0, int64_t seq_len = 0) const;
+  // The options in curriculum stage `stage`: its entry of :stages, and for
+  // what the entry leaves out the loader's own batch and (token sources)
+  // :seq-len, so a later stage can go back to them.
+  data::StageOverrides overrides_for(const std::string& stage) const;
 };
 
 struct Loaders {

@@ -1,6 +1,7 @@
 // The core's memory plan of a compiled run (memory_plan.h).
 #include "train/memory_plan.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -39,9 +40,19 @@ RunMemory plan_run_memory(const runfile::CompiledRun& run) {
   RunMemory m;
   for (const runfile::ParamEntry& p : run.params) m.parameters += ir::type_bytes(p.type);
   for (const runfile::StateEntry& s : run.states) m.optimizer_state += ir::type_bytes(s.type);
-  const ir::Function* step = run.module.find(run.train_fns.front().fn);
+  // The training step of the batch shape that needs the most (a stage's
+  // larger batch or longer sequences): it sizes the run.
+  const ir::Function* step = nullptr;
+  int64_t step_need = -1;
+  for (const runfile::SizedFunction& f : run.train_fns)
+    if (const ir::Function* fn = run.module.find(f.fn)) {
+      ir::MemoryUse use = ir::plan_memory(*fn);
+      if (use.input_bytes + use.intermediate_peak > step_need)
+        step = fn, step_need = use.input_bytes + use.intermediate_peak;
+    }
   const ir::Function* update = run.module.find("update");
   const ir::Function* accumulate = run.module.find("accumulate");
+  m.step_function = step ? step->name : "";
   m.gradients = step ? output_bytes(*step, "grad:") : 0;
   if (accumulate) m.gradients += input_bytes(*accumulate, "acc:") + output_bytes(*accumulate, "");
   m.update_outputs = update ? ir::plan_memory(*update).output_bytes : 0;
@@ -49,7 +60,9 @@ RunMemory plan_run_memory(const runfile::CompiledRun& run) {
   m.batch = step_use.input_bytes;
   m.activations = step_use.intermediate_peak;
   for (const ir::Function& fn : run.module.functions) {
-    if (&fn == step) continue;
+    bool train_step = std::any_of(run.train_fns.begin(), run.train_fns.end(),
+                                  [&](const runfile::SizedFunction& f) { return f.fn == fn.name; });
+    if (train_step) continue;  // a shape of the step, which runs in the largest one's place
     int64_t peak = ir::plan_memory(fn).intermediate_peak;
     if (peak > m.workspace) m.workspace = peak, m.workspace_function = fn.name;
   }

@@ -14,6 +14,7 @@
 namespace sexpgpu::train {
 
 struct RunMemory {
+  std::string step_function;  // the training step's shape that needs the most
   int64_t parameters = 0, gradients = 0, optimizer_state = 0, update_outputs = 0;
   int64_t batch = 0;        // the step's inputs
   int64_t activations = 0;  // the step's intermediates at their peak

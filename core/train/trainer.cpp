@@ -160,7 +160,8 @@ Maybe Trainer::open_device() {
 // A device's probe may give each GPU's datasheet peak by precision
 // ("peak_flops": {"bf16", "tf32", "f32"}); the run's precision picks one.
 void Trainer::set_peak_flops() {
-  step_flops_ = runfile::step_flops(run_).total();
+  for (const runfile::SizedFunction& f : run_.train_fns)
+    step_flops_[f.fn] = runfile::step_flops(run_, &f).total();
   size_t ordinal = size_t(device_ordinal(opt_.device).value_or(0));
   const json& devices = device_->probe().value("devices", json::array());
   if (!devices.is_array() || ordinal >= devices.size()) return;
@@ -361,15 +362,10 @@ Maybe Trainer::start_loader(std::optional<json> saved) {
   return std::nullopt;
 }
 
-// A stage without an entry for this loader (or an entry without :batch)
-// has the loader's own batch, so a later stage can go back to it.
+// The loader's options in the current stage (LoaderDecl::overrides_for).
 data::StageOverrides Trainer::overrides_for(const runfile::LoaderDecl& loader) const {
   if (run_.stages.empty()) return {};
-  data::StageOverrides out;
-  for (const auto& [name, o] : loader.stages)
-    if (name == run_.stages[stage_].name) out = o;
-  if (!out.batch) out.batch = loader.options.batch;
-  return out;
+  return loader.overrides_for(run_.stages[stage_].name);
 }
 
 Maybe Trainer::enter_stage(size_t index) {
@@ -385,6 +381,7 @@ Maybe Trainer::enter_stage(size_t index) {
   for (const runfile::LoaderDecl& l : loaders_.decls) {
     data::StageOverrides o = overrides_for(l);
     shapes[l.name] = {{"batch", o.batch.value_or(l.options.batch)}};
+    if (o.seq_len) shapes[l.name]["seq_len"] = *o.seq_len;
   }
   (void)events_->stage(step_, run_.stages[index].name, int64_t(index), shapes);
   status_->edit().stage = run_.stages[index].name;
@@ -572,10 +569,26 @@ Maybe Trainer::set_ctx(int64_t microbatch) {
   return std::nullopt;
 }
 
-const std::string& Trainer::train_fn_for(int64_t rows) const {
-  for (const runfile::SizedFunction& f : run_.train_fns)
-    if (f.rows == rows) return f.fn;
-  return run_.train_fns.front().fn;
+const std::string* Trainer::sized_fn_for(const std::vector<runfile::SizedFunction>& fns,
+                                         const data::Batch& batch) {
+  for (const runfile::SizedFunction& f : fns)
+    if (f.rows == batch.size && f.seq_len == batch.seq_len) return &f.fn;
+  return nullptr;
+}
+
+// A batch of a shape nothing was compiled for: compile_run compiles every
+// shape the loader can give, so this is a bug, said as such.
+Failure Trainer::no_sized_fn(const std::vector<runfile::SizedFunction>& fns,
+                             const data::Batch& batch) {
+  std::string compiled;
+  for (const runfile::SizedFunction& f : fns)
+    compiled += (compiled.empty() ? "" : ", ") + std::to_string(f.rows) +
+                (f.seq_len ? "x" + std::to_string(f.seq_len) : "");
+  return Failure{"E-LOADER-SOURCE",
+                 "internal error, please report: a batch of " + std::to_string(batch.size) +
+                     " rows" +
+                     (batch.seq_len ? " of :seq-len " + std::to_string(batch.seq_len) : "") +
+                     ", and " + fns.front().fn + " is compiled for " + compiled};
 }
 
 // ---- the step ----------------------------------------------------------------------------
@@ -592,8 +605,10 @@ Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
   for (int64_t mb = 0; mb < micro; ++mb) {
     ir::Result<data::Batch> batch = prefetch_->next();
     if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
-    const std::string& fn = train_fn_for(batch->size);
-    last_batch_rows_ = batch->size;  // diagnostics over activations rerun this batch
+    const std::string* found = sized_fn_for(run_.train_fns, *batch);
+    if (!found) return no_sized_fn(run_.train_fns, *batch);
+    const std::string& fn = *found;
+    last_train_fn_ = fn;  // diagnostics over activations rerun this batch
     if (Maybe f = upload_batch(programs_.at(fn), *batch)) return f;
     epoch_ = batch->epoch;
     if (Maybe f = set_ctx(mb)) return f;
@@ -644,8 +659,8 @@ void Trainer::report_step(const Scalars& s, double step_ms) {
   }
   double secs = interval_ms_ / 1000.0;
   metrics["step-ms"] = interval_steps_ ? interval_ms_ / double(interval_steps_) : step_ms;
-  if (peak_flops_ > 0 && metrics["step-ms"].get<double>() > 0)
-    metrics["mfu"] = step_flops_ / (metrics["step-ms"].get<double>() / 1000.0) / peak_flops_;
+  if (peak_flops_ > 0 && interval_ms_ > 0)
+    metrics["mfu"] = interval_flops_ / (interval_ms_ / 1000.0) / peak_flops_;
   metrics["examples-per-s"] = secs > 0 ? double(interval_examples_) / secs : 0.0;
   if (interval_tokens_ > 0) metrics["tokens-per-s"] = double(interval_tokens_) / secs;
   metrics["epoch"] = epoch_;
@@ -685,7 +700,7 @@ void Trainer::report_step(const Scalars& s, double step_ms) {
     else
       std::cerr << line << "\n";
   }
-  interval_ms_ = 0;
+  interval_ms_ = interval_flops_ = 0;
   interval_steps_ = interval_examples_ = interval_tokens_ = 0;
 }
 
@@ -873,6 +888,7 @@ int Trainer::run() {
     }
     double ms = now_ms(t0);
     interval_ms_ += ms;
+    interval_flops_ += step_flops_[last_train_fn_];
     ++interval_steps_;
     ++step_;
     if (!nonfinite && (step_ % run_.run.log_every == 0 || step_ == steps_ || step_ == 1))

@@ -16,12 +16,20 @@ using runfile::DiagnosticPlan;
 
 struct Trainer::DiagRuntime {
   std::vector<const runfile::Diagnostic*> selected;
-  bool activations = false;                 // a selected one reads probes
-  std::map<std::string, Bound> programs;    // by function name
-  std::map<int64_t, std::string> forwards;  // diag:forward by train batch rows
+  bool activations = false;                     // a selected one reads probes
+  std::map<std::string, Bound> programs;        // by function name
+  std::map<std::string, std::string> forwards;  // diag:forward by its shape's suffix
 };
 
 namespace {
+
+// A sized function's shape as its name says it (compile.h): "@96", "@128x64",
+// or "" for the loader's own batch; diag:...:activations and diag:forward are
+// named after the train_step they go with (runfile/diagnostics.cpp).
+std::string shape_suffix(const std::string& fn) {
+  size_t at = fn.find('@');
+  return at == std::string::npos ? "" : fn.substr(at);
+}
 
 // Sampled: after the first step, every `every` steps, and after the last.
 bool sampled(int64_t done, int64_t every, int64_t steps) {
@@ -88,7 +96,7 @@ Maybe Trainer::prepare_diagnostics() {
   if (rt->activations)
     for (const runfile::SizedFunction& f : plan.forwards) {
       fns.push_back(f.fn);
-      rt->forwards[f.rows] = f.fn;
+      rt->forwards[shape_suffix(f.fn)] = f.fn;
     }
   ir::Result<ir::Module> module = optimized(plan, fns);
   if (!module)  // a pass broke the IR: a bug in SexpGPU, not in the file
@@ -123,7 +131,7 @@ Maybe Trainer::prepare_diagnostics() {
 }
 
 // Binds a diagnostic function's inputs by name (diagnostics.h) and runs it.
-Maybe Trainer::run_diag_program(Bound& program, int64_t rows) {
+Maybe Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
   const ir::Function& fn = program.program->function();
   const bool summed = run_.run.microbatches > 1;
   std::vector<sg_buffer*> in, out;
@@ -145,9 +153,9 @@ Maybe Trainer::run_diag_program(Bound& program, int64_t rows) {
     else if (s.rfind("state:", 0) == 0)
       b = &states_.at(after(6)).spare;
     else if (s.rfind("batch:", 0) == 0)
-      b = &programs_.at(train_fn_for(rows)).own.at(s);
-    else
-      b = &diag_->programs.at(diag_->forwards.at(rows)).own.at(s);  // probe:NAME
+      b = &programs_.at(train_fn).own.at(s);
+    else  // probe:NAME
+      b = &diag_->programs.at(diag_->forwards.at(shape_suffix(train_fn))).own.at(s);
     in.push_back(b->handle());
   }
   for (const ir::Output& o : fn.outputs) out.push_back(program.own.at(o.name).handle());
@@ -162,21 +170,21 @@ Maybe Trainer::run_diagnostics() {
   const int64_t done = step_ + 1;
   if (diag_->selected.empty() || !sampled(done, run_.run.diagnostics_every, steps_))
     return std::nullopt;
-  // The rows of the train function the last microbatch ran (as train_fn_for picks it).
-  int64_t rows = run_.train_fns.front().rows;
-  for (const runfile::SizedFunction& f : run_.train_fns)
-    if (f.rows == last_batch_rows_) rows = f.rows;
+  // The train function the last microbatch ran, and its batch.
+  const std::string& train_fn = last_train_fn_;
   // The forward pass sees what the last microbatch saw: its ctx and random draws.
   if (Maybe f = set_ctx(run_.run.microbatches - 1)) return f;
   if (diag_->activations)
-    if (Maybe f = run_diag_program(diag_->programs.at(diag_->forwards.at(rows)), rows)) return f;
+    if (Maybe f = run_diag_program(diag_->programs.at(diag_->forwards.at(shape_suffix(train_fn))),
+                                   train_fn))
+      return f;
   auto reducers = [&](const std::string& name) { return plugins_.reducer(name); };
   for (const runfile::Diagnostic* d : diag_->selected) {
     json values = json::object();
     for (const runfile::DiagFunction& f : d->fns) {
-      if (f.rows != 0 && f.rows != rows) continue;
+      if (f.rows != 0 && shape_suffix(f.fn) != shape_suffix(train_fn)) continue;
       Bound& program = diag_->programs.at(f.fn);
-      if (Maybe e = run_diag_program(program, rows)) return e;
+      if (Maybe e = run_diag_program(program, train_fn)) return e;
       if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
       runfile::DiagDownloads downloads;
       for (auto& [name, buffer] : program.own) {

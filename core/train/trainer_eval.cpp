@@ -35,9 +35,8 @@ Maybe Trainer::evaluate(const runfile::EvalPass& pass) {
   for (int64_t i = 0; i < batches; ++i) {
     ir::Result<data::Batch> batch = l.next();
     if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
-    const std::string* fn = &pass.fns.front().fn;
-    for (const runfile::SizedFunction& f : pass.fns)
-      if (f.rows == batch->size) fn = &f.fn;
+    const std::string* fn = sized_fn_for(pass.fns, *batch);
+    if (!fn) return no_sized_fn(pass.fns, *batch);
     if (Maybe f = upload_batch(programs_.at(*fn), *batch)) return f;
     if (Maybe f = set_ctx(0)) return f;
     Scalars s;

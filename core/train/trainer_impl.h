@@ -87,7 +87,11 @@ class Trainer {
   Maybe upload_batch(Bound& b, const data::Batch& batch);
   Maybe set_ctx(int64_t microbatch);
   Maybe upload_scalar(const Buffer& b, double value);
-  const std::string& train_fn_for(int64_t rows) const;
+  // The function of `fns` compiled for the batch's shape, or null.
+  static const std::string* sized_fn_for(const std::vector<runfile::SizedFunction>& fns,
+                                         const data::Batch& batch);
+  static Failure no_sized_fn(const std::vector<runfile::SizedFunction>& fns,
+                             const data::Batch& batch);
 
   // The loop (trainer.cpp).
   Maybe train_step(Scalars& out, bool& nonfinite, std::string& what);
@@ -157,10 +161,11 @@ class Trainer {
   double wall_before_resume_ = 0;
   // The log interval's accumulated time and examples.
   double interval_ms_ = 0;
-  // The mfu series: the step's FLOPs (runfile::step_flops) over its time
-  // and the device's peak rate at the run's precision (0: the device names
-  // none, so no mfu series).
-  double step_flops_ = 0, peak_flops_ = 0;
+  // The mfu series: the interval's FLOPs (runfile::step_flops of each step's
+  // batch shape, by train function) over its time and the device's peak
+  // rate at the run's precision (0: the device names none, so no mfu series).
+  std::map<std::string, double> step_flops_;
+  double interval_flops_ = 0, peak_flops_ = 0;
   int64_t interval_steps_ = 0, interval_examples_ = 0, interval_tokens_ = 0;
   bool progress_tty_ = false;
 
@@ -168,9 +173,9 @@ class Trainer {
   // Last, so the programs and buffers go before the device that made them.
   struct DiagRuntime;                  // the selected diagnostics' programs and buffers
   std::shared_ptr<DiagRuntime> diag_;  // made at the first finite step that has a selection
-  int64_t last_batch_rows_ = 0;        // the rows of the step's last microbatch (train_step)
+  std::string last_train_fn_;          // the train_step the step's last microbatch ran
   Maybe prepare_diagnostics();
-  Maybe run_diag_program(Bound& program, int64_t rows);
+  Maybe run_diag_program(Bound& program, const std::string& train_fn);
   // ---- end of the diagnostics' state ----
 };
 

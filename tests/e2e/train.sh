@@ -126,6 +126,52 @@ for f in model.safetensors optimizer.safetensors; do
     { echo "FAIL sigterm-bit-exact: $f differs"; fail=$((fail + 1)); }
 done
 
+# A stage's :seq-len (curriculum.md): a warm-up on windows of 16 with a
+# batch of 16, then 64 with 4, over a generated text file; the held-out
+# loader changes length too. The stage events give each loader's shape; the
+# tokens count what was given: 25 steps of 16x16, then 35 steps from window
+# ceil(400*16/64) = 100 of 195 (23 batches of 4, the epoch's remainder of 3,
+# 11 of 4) of 64. Resumed from a checkpoint before the change and from one
+# after it, the run ends with the bytes of the run never stopped.
+seq 1 3000 | tr '\n' ' ' >"$TMP/corpus.txt"
+cat >"$TMP/seqlen.lisp" <<'LISP'
+(require "sexpgpu/nn")
+(require "sexpgpu/optim")
+(defloader train :source (text "corpus.txt" :seq-len 64) :split (0.0 0.9) :batch 4 :shuffle t
+  :stages ((:short :seq-len 16 :batch 16) (:long)))
+(defloader val :source (text "corpus.txt" :seq-len 64) :split (0.9 1.0) :batch 8
+  :stages ((:short :seq-len 16 :batch 32)))
+(defmodel lm (tokens)
+  (nn:linear (nn:dropout (+ (nn:embedding tokens 256 16 :name "embed")
+                            (nn:positional (dim tokens 1) 16 :max 64 :name "pos"))
+                         0.1)
+             256 :name "head"))
+(defun objective (batch ctx) (cross-entropy (lm (getf batch :x)) (getf batch :y)))
+(defun evaluate (batch ctx) (metric :loss (cross-entropy (lm (getf batch :x)) (getf batch :y))))
+(defeval val :loader val :every 10)
+(defun optimizer () (optim:adamw :lr 0.01))
+(defcurriculum
+  (stage :short :until (>= (ctx :step) 25))
+  (stage :long))
+(defrun :steps 60 :seed 3 :log-every 5 :checkpoint (:every 10 :keep 10))
+LISP
+"$BIN" run "$TMP/seqlen.lisp" --quiet --out "$TMP/sl" >"$TMP/out" 2>"$TMP/err"
+expect seqlen-runs 0 $?
+check seqlen-stages '[.[] | select(.kind == "stage") | [.step, .loaders.train.batch, .loaders.train.seq_len, .loaders.val.seq_len]] == [[0, 16, 16, 16], [25, 4, 64, 64]]' <(jq -s . "$TMP/sl/events.jsonl")
+check seqlen-tokens '.summary.tokens == 25 * 16 * 16 + (23 * 4 + 3 + 11 * 4) * 64 and .summary.examples == 400 + 139' "$TMP/sl/status.json"
+check seqlen-evals '[.[] | select(.kind == "eval") | .examples] == [88, 88, 22, 22, 22, 22]' <(jq -s . "$TMP/sl/events.jsonl")
+for at in 20 30; do
+  "$BIN" run "$TMP/seqlen.lisp" --quiet --out "$TMP/sl$at" \
+    --resume "$TMP/sl/checkpoints/step-000000$at" >"$TMP/out" 2>"$TMP/err"
+  expect "seqlen-resume-from-$at" 0 $?
+  for f in model.safetensors optimizer.safetensors; do
+    if cmp -s "$TMP/sl/checkpoints/latest/$f" "$TMP/sl$at/checkpoints/latest/$f"; then
+      echo "ok   seqlen-resume-from-$at-bit-exact $f"
+    else echo "FAIL seqlen-resume-from-$at-bit-exact: $f differs"; fail=$((fail + 1)); fi
+  done
+  check "seqlen-resume-from-$at-loader" "$(jq -c '{loaders, counters, stage}' "$TMP/sl/checkpoints/latest/state.json") == {loaders, counters, stage}" "$TMP/sl$at/checkpoints/latest/state.json"
+done
+
 # --resume latest with no checkpoint yet starts at step 0 and says so.
 "$BIN" run "$SRC/examples/smallest.lisp" --quiet --out "$TMP/none" --resume latest --steps 3 >"$TMP/out" 2>"$TMP/err"
 expect resume-none 0 $? "W-RESUME-NONE" "$TMP/none/events.jsonl"

@@ -1,6 +1,8 @@
 // core/data Loader: split arithmetic, batches and the short last batch,
 // drop-last, the seeded shuffle (against an independent Fisher-Yates written
-// from loader.h's description), counters, save/restore, stage overrides.
+// from loader.h's description), counters, save/restore, stage overrides
+// (:batch and a token source's :seq-len), and the batch shapes a curriculum
+// can give (stage_rows) against loaders driven through every schedule.
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -240,7 +242,8 @@ TEST_CASE("loader: a stage's batch applies at once and keeps the order", "[data]
   CHECK(l.counters().epochs == 2);  // 5 left: not a whole batch of 7
   Status seq = l.apply_stage({std::nullopt, 64});
   REQUIRE_FALSE(seq.ok());
-  CHECK(seq.error().find("loader train: a stage's :seq-len is not supported yet") == 0);
+  CHECK(seq.error().find("loader train: a stage's :seq-len 64: npy ") == 0);
+  CHECK(seq.error().find("has no :seq-len") != std::string::npos);
   CHECK(l.apply_stage({13, std::nullopt}).error().find("more than the split's 12 examples") !=
         std::string::npos);
   CHECK(l.apply_stage({0, std::nullopt}).error().find("at least 1") != std::string::npos);
@@ -271,4 +274,240 @@ TEST_CASE("loader: option errors, and a source's load error from next()", "[data
   REQUIRE_FALSE(b.ok());
   CHECK(b.error() ==
         "loader text: \"" + (dir / "t.bin").string() + "\": changed size since it was opened");
+}
+
+namespace {
+
+// A tokens source whose token k is k itself (i32), so every window says
+// where in the stream it is.
+SourcePtr counting_tokens(const TempDir& dir, int32_t tokens, int64_t seq_len) {
+  std::vector<int32_t> stream(static_cast<size_t>(tokens));
+  std::iota(stream.begin(), stream.end(), 0);
+  write_file(dir / "count.bin", le_bytes(stream));
+  ir::Result<SourcePtr> s = open_tokens({dir / "count.bin"}, ir::DType::I32, seq_len);
+  INFO(s.error());
+  REQUIRE(s.ok());
+  return *s;
+}
+
+// The first token of each window of the next batch, and its shape.
+std::vector<int32_t> next_starts(Loader& l, int64_t* rows = nullptr, int64_t* seq_len = nullptr) {
+  ir::Result<Batch> b = l.next();
+  INFO(b.error());
+  REQUIRE(b.ok());
+  std::vector<int32_t> x = field_values<int32_t>(*b, "x");
+  std::vector<int32_t> y = field_values<int32_t>(*b, "y");
+  const int64_t n = b->seq_len;
+  REQUIRE(int64_t(x.size()) == b->size * n);
+  std::vector<int32_t> starts;
+  for (int64_t r = 0; r < b->size; ++r) {
+    for (int64_t k = 0; k < n; ++k) {
+      CHECK(x[size_t(r * n + k)] == x[size_t(r * n)] + k);      // consecutive tokens
+      CHECK(y[size_t(r * n + k)] == x[size_t(r * n + k)] + 1);  // next-token targets
+    }
+    starts.push_back(x[size_t(r * n)]);
+  }
+  if (rows) *rows = b->size;
+  if (seq_len) *seq_len = n;
+  return starts;
+}
+
+}  // namespace
+
+TEST_CASE("loader: a stage's :seq-len re-windows the split's tokens and keeps the place",
+          "[data]") {
+  TempDir dir;
+  // 101 tokens at seq-len 10: 10 windows; the split (0.2 1.0) is windows
+  // [2, 10), tokens [20, 100].
+  SourcePtr s = counting_tokens(dir, 101, 10);
+  Loader l = make_loader(s, {"train", 2, false, false, 0.2, 1.0, 0});
+  CHECK(next_starts(l) == std::vector<int32_t>{20, 30});
+  // 20 tokens given; at seq-len 4 the split's 80 tokens are 20 windows, and
+  // the place is window ceil(20 / 4) = 5: token 40.
+  REQUIRE(l.apply_stage({3, 4}).ok());
+  CHECK(l.examples_per_epoch() == 20);
+  CHECK(l.seq_len() == 4);
+  int64_t rows = 0, n = 0;
+  CHECK(next_starts(l, &rows, &n) == std::vector<int32_t>{40, 44, 48});
+  CHECK((rows == 3 && n == 4));
+  CHECK(l.counters().tokens == 2 * 10 + 3 * 4);
+  // Offset 8 at seq-len 4 (32 tokens) is window ceil(32 / 6) = 6 at seq-len 6,
+  // of floor(80 / 6) = 13: token 56; the last window ends at token 98 + 1.
+  REQUIRE(l.apply_stage({4, 6}).ok());
+  CHECK(l.examples_per_epoch() == 13);
+  CHECK(next_starts(l) == std::vector<int32_t>{56, 62, 68, 74});
+  CHECK(next_starts(l) == std::vector<int32_t>{80, 86, 92});  // the remainder ends the epoch
+  CHECK(l.counters().epochs == 1);
+  // Back to the length as opened: the source's own windows, the place moved.
+  REQUIRE(l.apply_stage({2, 10}).ok());
+  CHECK(l.examples_per_epoch() == 8);
+  CHECK(next_starts(l) == std::vector<int32_t>{20, 30});
+
+  // A checkpoint records the length its offset counts in.
+  REQUIRE(l.apply_stage({2, 5}).ok());
+  CHECK(next_starts(l) == std::vector<int32_t>{40, 45});  // offset 2 at 10 is 4 at 5
+  nlohmann::json saved = l.save();
+  CHECK(saved["seq_len"] == 5);
+  CHECK(saved["split"] == nlohmann::json::array({2, 10}));  // in the source's own windows
+  Loader back = make_loader(s, {"train", 2, false, false, 0.2, 1.0, 0});
+  REQUIRE(back.apply_stage({2, 5}).ok());
+  REQUIRE(back.restore(saved).ok());
+  CHECK(back.state() == l.state());
+  CHECK(next_starts(back) == next_starts(l));
+  Loader other = make_loader(s, {"train", 2, false, false, 0.2, 1.0, 0});
+  Status wrong = other.restore(saved);
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.error() ==
+        "loader train: cannot resume: the checkpoint's seq_len is 5, this "
+        "loader's 10");
+
+  // Too long for the split, or not a token source: errors that say so.
+  CHECK(make_loader(s, {"train", 2, false, false, 0.2, 1.0, 0}).apply_stage({1, 81}).error() ==
+        "loader train: a stage's :seq-len 81 needs 82 tokens, and the split has 81");
+  CHECK(make_loader(s, {"train", 2, false, true, 0.2, 1.0, 0}).apply_stage({4, 40}).error() ==
+        "loader train: a stage's :batch 4 is more than the split's 2 examples at :seq-len 40, "
+        "and :drop-last drops it");
+}
+
+TEST_CASE("loader: a :seq-len view of random tokens is the same stream", "[data]") {
+  SyntheticSpec spec{SyntheticKind::RandomTokens, 12, 0, 0, 50, 8, 3};
+  ir::Result<SourcePtr> s = open_synthetic(spec);
+  REQUIRE(s.ok());
+  Loader l = make_loader(*s, {"train", 12, false, false, 0.0, 1.0, 0});
+  ir::Result<Batch> whole = l.next();
+  REQUIRE(whole.ok());
+  std::vector<int32_t> x8 = field_values<int32_t>(*whole, "x");
+  std::vector<int32_t> y8 = field_values<int32_t>(*whole, "y");
+  REQUIRE(l.apply_stage({24, 4}).ok());
+  ir::Result<Batch> halves = l.next();
+  REQUIRE(halves.ok());
+  CHECK(halves->size == 24);
+  CHECK(field_values<int32_t>(*halves, "x") == x8);  // the same tokens, cut in 4s
+  CHECK(field_values<int32_t>(*halves, "y") == y8);
+}
+
+namespace {
+
+// Every batch shape a loader gives when driven through `stages`, moving on
+// at each step in `changes` (the steps at which the next stage starts).
+std::set<std::pair<int64_t, int64_t>> driven(Loader l, const std::vector<StageOverrides>& stages,
+                                             const std::vector<int64_t>& changes, int64_t steps) {
+  std::set<std::pair<int64_t, int64_t>> seen;
+  size_t stage = 0;
+  REQUIRE(l.apply_stage(stages[0]).ok());
+  for (int64_t step = 0; step < steps; ++step) {
+    while (stage < changes.size() && changes[stage] == step) {
+      ++stage;
+      REQUIRE(l.apply_stage(stages[stage]).ok());
+    }
+    ir::Result<Batch> b = l.next();
+    REQUIRE(b.ok());
+    seen.insert({b->size, b->seq_len});
+  }
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("loader: stage_rows holds every batch shape any schedule gives", "[data]") {
+  TempDir dir;
+  // The curriculum page's example: 480 examples, batch 8 then 32. An epoch
+  // entered at any multiple of 8 ends in a remainder of 8, 16 or 24.
+  SourcePtr blobs = *open_synthetic({SyntheticKind::Blobs, 600, 4, 3, 0, 0, 1});
+  Loader page = make_loader(blobs, {"train", 32, true, false, 0.0, 0.8, 0});
+  std::vector<StageOverrides> warm_main = {{8, std::nullopt}, {32, std::nullopt}};
+  auto rows = page.stage_rows(warm_main, false);
+  REQUIRE(rows.ok());
+  using Shape = Loader::Shape;
+  CHECK(rows->at(0) == std::vector<Shape>{{8, 0}});
+  CHECK(rows->at(1) == std::vector<Shape>{{32, 0}, {24, 0}, {16, 0}, {8, 0}});
+  // The step the page's run failed at: main from step 30 gives 16 rows at 37.
+  CHECK(driven(page, warm_main, {30}, 40).count({16, 0}) == 1);
+  // An evaluation pass starts over in each stage: the batch and m mod batch.
+  auto restart = page.stage_rows(warm_main, true);
+  REQUIRE(restart.ok());
+  CHECK(restart->at(1) == std::vector<Shape>{{32, 0}});
+  // :drop-last gives whole batches only.
+  Loader dropping = make_loader(blobs, {"train", 32, true, true, 0.0, 0.8, 0});
+  CHECK(dropping.stage_rows(warm_main, false)->at(1) == std::vector<Shape>{{32, 0}});
+
+  // Against every schedule of three stages over a token source, with
+  // :seq-len and :batch changing: what the loader gives is what stage_rows
+  // says, no more and (over all schedules) no less.
+  SourcePtr tokens = counting_tokens(dir, 1601, 16);  // 100 windows of 16
+  for (bool shuffle : {false, true}) {
+    Loader l = make_loader(tokens, {"train", 6, shuffle, false, 0.0, 0.97, 5});
+    std::vector<StageOverrides> stages = {{10, 4}, {6, 8}, {7, 16}};
+    auto want = l.stage_rows(stages, false);
+    REQUIRE(want.ok());
+    std::set<std::pair<int64_t, int64_t>> all_want, all_seen;
+    for (const auto& stage : *want)
+      for (const Shape& s : stage) all_want.insert({s.rows, s.seq_len});
+    for (int64_t a = 0; a <= 40; ++a)
+      for (int64_t b = a; b <= 60; b += 1) {
+        std::set<std::pair<int64_t, int64_t>> seen = driven(l, stages, {a, b}, b + 30);
+        all_seen.insert(seen.begin(), seen.end());
+      }
+    INFO("shuffle " << shuffle);
+    for (const auto& s : all_seen) {
+      INFO("given " << s.first << "x" << s.second);
+      CHECK(all_want.count(s) == 1);
+    }
+    CHECK(all_seen == all_want);
+  }
+}
+
+TEST_CASE("loader: stage_rows above the scan limit holds the exact shapes, in constant memory",
+          "[data]") {
+  TempDir dir;
+  using Shape = Loader::Shape;
+  auto flat = [](const std::vector<std::vector<Shape>>& stages) {
+    std::set<std::pair<int64_t, int64_t>> out;
+    for (const auto& stage : stages)
+      for (const Shape& s : stage) out.insert({s.rows, s.seq_len});
+    return out;
+  };
+  SourcePtr tokens = counting_tokens(dir, 1601, 16);
+  SourcePtr blobs = *open_synthetic({SyntheticKind::Blobs, 1000, 4, 3, 0, 0, 1});
+  struct Case {
+    SourcePtr source;
+    int64_t batch;
+    std::vector<StageOverrides> stages;
+  };
+  std::vector<Case> cases = {
+      {blobs, 32, {{8, std::nullopt}, {32, std::nullopt}}},
+      {blobs, 32, {{12, std::nullopt}, {20, std::nullopt}, {32, std::nullopt}}},
+      {tokens, 6, {{10, 4}, {6, 8}, {7, 16}}},
+      {tokens, 4, {{16, 4}, {8, 8}, {4, 16}}},
+  };
+  for (const Case& c : cases) {
+    Loader l = make_loader(c.source, {"train", c.batch, false, false, 0.0, 0.97, 0});
+    auto exact = l.stage_rows(c.stages, false);
+    auto superset = l.stage_rows(c.stages, false, 0);
+    REQUIRE(exact.ok());
+    REQUIRE(superset.ok());
+    std::set<std::pair<int64_t, int64_t>> e = flat(*exact), s = flat(*superset);
+    CHECK(std::includes(s.begin(), s.end(), e.begin(), e.end()));
+  }
+  // Batches that divide one another and lengths that divide the tokens: the
+  // superset is exact.
+  Loader pow2 = make_loader(tokens, {"train", 4, false, false, 0.0, 0.97, 0});
+  std::vector<StageOverrides> warm = {{16, 4}, {8, 8}, {4, 16}};
+  CHECK(flat(*pow2.stage_rows(warm, false, 0)) == flat(*pow2.stage_rows(warm, false)));
+  // 2^40 synthetic examples: nothing is held per example.
+  SourcePtr huge = *open_synthetic({SyntheticKind::Blobs, int64_t(1) << 40, 4, 3, 0, 0, 1});
+  Loader big = make_loader(huge, {"train", 32, false, false, 0.0, 1.0, 0});
+  auto rows =
+      big.stage_rows(std::vector<StageOverrides>{{8, std::nullopt}, {32, std::nullopt}}, false);
+  REQUIRE(rows.ok());
+  CHECK(rows->at(1) == std::vector<Shape>{{32, 0}, {24, 0}, {16, 0}, {8, 0}});
+  // A huge batch after a coprime one: far too many remainders, said at once.
+  auto many = big.stage_rows(
+      std::vector<StageOverrides>{{3, std::nullopt}, {int64_t(1) << 40, std::nullopt}}, false);
+  REQUIRE_FALSE(many.ok());
+  CHECK(many.error().find("more than 64 different remainders") != std::string::npos);
+  Loader scanned = make_loader(blobs, {"train", 32, false, false, 0.0, 1.0, 0});
+  CHECK_FALSE(
+      scanned.stage_rows(std::vector<StageOverrides>{{3, std::nullopt}, {900, std::nullopt}}, false)
+          .ok());
 }
