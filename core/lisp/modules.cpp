@@ -48,12 +48,15 @@ std::string lower(std::string s) {
   return s;
 }
 
-// "sexpgpu/nn" -> sexpgpu/nn.lisp under a search directory; "./lib/x.lisp"
-// -> relative to the requiring file only.
+// A path names its file as written when its last segment has an extension
+// ("./blocks.lib", "./lib/x.lisp"), as a CL pathname's type does; without
+// one, ".lisp" is added ("sexpgpu/nn" -> sexpgpu/nn.lisp). "./" and "../"
+// paths are relative to the requiring file only, absolute ones are that file,
+// and any other path is looked up in the search directories in order.
 bool resolve(Interp& in, const std::string& spec, std::string& out, std::vector<std::string>& tried) {
   bool relative = spec.rfind("./", 0) == 0 || spec.rfind("../", 0) == 0;
   std::string file = spec;
-  if (fs::path(file).extension() != ".lisp") file += ".lisp";
+  if (!fs::path(file).has_extension()) file += ".lisp";
   std::vector<std::string> dirs = module_search_dirs(in, in.current_file);
   if (relative && !dirs.empty()) dirs.resize(1);
   if (fs::path(file).is_absolute()) dirs = {""};

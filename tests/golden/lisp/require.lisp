@@ -20,6 +20,13 @@ blocks:*scale*
 ;!E-UNBOUND
 (require "./modules/nope.lisp")
 ;!E-REQUIRE-NOT-FOUND
+;; An explicit path with an extension names that file as written.
+(require "./modules/shapes.lib")
+(shapes:area 2 3)
+;=> 6
+(require "./modules/shapes.lib" :as s)
+(s:area 4 5)
+;=> 20
 (require "./modules/not-a-module.lisp")
 ;!E-REQUIRE-NOT-FOUND
 (require "./modules/cycle-a.lisp")
