@@ -445,7 +445,11 @@ Value Interp::make_condition(const LispError& e) {
 }
 
 bool Interp::is_poisoned(Symbol* s) const {
-  return std::find(poisoned.begin(), poisoned.end(), s) != poisoned.end();
+  if (s->qualifier.empty()) return std::find(poisoned.begin(), poisoned.end(), s) != poisoned.end();
+  // prefix:name names the module's definition of name, which the module's
+  // failed defun poisoned unqualified.
+  return std::any_of(poisoned.begin(), poisoned.end(),
+                     [&](Symbol* p) { return p->name == s->name; });
 }
 
 // ---- multiple values ---------------------------------------------------------------
@@ -495,6 +499,15 @@ static Cell* qualified_cell(Interp& in, Symbol* s) {
                 std::string(lname.substr(0, s->qualifier.size())) + "'",
             "add (require \"...\" :as " + std::string(lname.substr(0, s->qualifier.size())) +
                 ") before this form");
+  if (m->failed) {
+    // Its require failed and was reported: this use is a consequence.
+    LispError e;
+    e.diag.code = "E-UNBOUND";
+    e.diag.span = in.current_span();
+    e.diag.message = "'" + lname + "': module '" + m->name + "' could not be loaded";
+    e.consequence = true;
+    throw e;
+  }
   if (!m->exports.count(s->name))
     in.fail("E-UNBOUND", "'" + lname + "': module '" + m->name + "' does not export '" +
                              lname.substr(s->qualifier.size() + 1) + "'");
@@ -610,7 +623,7 @@ Value Interp::eval(Value form, Env* env) {
     err.diag.fix = suggest_names(s, env, false);
     if (c->has_function())
       err.diag.fix = "'" + name + "' is a function; to use it as a value write #'" + name;
-    if (is_poisoned(s)) err.diag.notes.push_back({Span{}, "(suppressed: its definition failed)"});
+    err.consequence = is_poisoned(s);
     throw err;
   }
   if (form.kind == Kind::Cons) return eval_cons(form, env);
@@ -661,7 +674,7 @@ Value Interp::eval_cons(Value form, Env* env) {
       }
       err.diag.fix = suggest_names(s, env, true);
       if (fcell(s)->has_value) err.diag.fix = "'" + name + "' is a variable, not a function";
-      if (is_poisoned(s)) err.diag.notes.push_back({Span{}, "(suppressed: its definition failed)"});
+      err.consequence = is_poisoned(s);
       throw err;
     }
     Value argbuf[8];
@@ -776,9 +789,6 @@ bool Interp::eval_toplevel(Value form, Value* result, const Span* where) {
     return true;
   } catch (LispError& e) {
     unbind_specials(mark);
-    bool suppressed = false;
-    for (auto& n : e.diag.notes)
-      if (n.message == "(suppressed: its definition failed)") suppressed = true;
     // A failed definition poisons its name so its uses are not new errors.
     if (form.is_cons() && form.cons()->cdr.is_cons()) {
       Value head = form.cons()->car;
@@ -786,7 +796,7 @@ bool Interp::eval_toplevel(Value form, Value* result, const Span* where) {
       if (head.is_symbol() && head.sym()->name.rfind("DEF", 0) == 0 && name.is_symbol())
         poisoned.push_back(name.sym());
     }
-    if (!suppressed) sink.report(std::move(e.diag));
+    if (!e.consequence) sink.report(std::move(e.diag));
     return false;
   } catch (const std::bad_alloc&) {
     // A size the file chose that no check caught: still a diagnostic.

@@ -132,6 +132,9 @@ struct LispError {
   Diagnostic diag;
   bool catchable = true;  // evaluation limits are not
   Value condition;        // a Condition value, made lazily
+  // A consequence of an error already reported (a use of a name whose
+  // definition or require failed): the top level does not report it again.
+  bool consequence = false;
 };
 
 struct BlockExit {
@@ -376,6 +379,7 @@ class Interp {
   std::vector<Module*> loading;  // the require stack, for cycles
   std::vector<std::string> module_path;
   std::string current_file;  // path of the file being evaluated
+  std::string main_file;     // the main file's canonical path, once a require needs it
   Module* find_module_by_prefix(std::string_view prefix);
 
   std::string suggest_names(Symbol* s, Env* env, bool function);
@@ -398,8 +402,9 @@ class Interp {
   void unbind_specials(size_t to);
   std::vector<Value> catch_tags;  // active catch tags, innermost last
 
-  // Names whose defining top-level form failed: unbound errors on them are
-  // consequences, not new problems, and are not reported again.
+  // Names whose defining top-level form failed, or that a failed require
+  // would have imported: unbound errors on them are consequences, not new
+  // problems, and are not reported again.
   std::vector<Symbol*> poisoned;
   bool is_poisoned(Symbol* s) const;
 

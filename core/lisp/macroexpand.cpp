@@ -68,6 +68,7 @@ Value Interp::macroexpand_1(Value form, Env* env, bool* expanded) {
     outer.diag.notes.push_back({e.diag.span, e.diag.code + " " + e.diag.message});
     for (auto& n : e.diag.notes) outer.diag.notes.push_back(n);
     outer.condition = e.condition;
+    outer.consequence = e.consequence;
     throw outer;
   }
   // Expansions made by a macro inherit the call's position where they have none.
