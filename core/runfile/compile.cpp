@@ -137,6 +137,22 @@ std::vector<NodeId> trainable_params(const ir::Module& m, const ir::Function& fn
   return out;
 }
 
+// W-UNUSED-PARAM at the parameter's declaration (its defparam, or the
+// user's call that declared it), with the objective that staged it as a note.
+void warn_unused_param(Interp& in, const std::string& path) {
+  sexpgpu::Diagnostic d;  // not runfile::Diagnostic, which is defdiagnostic's
+  d.code = "W-UNUSED-PARAM";
+  d.severity = Severity::Warning;
+  d.message = "the loss does not depend on parameter '" + path + "': its gradient is zero";
+  d.fix = "use it in the model, declare it with :trainable nil, or remove it";
+  d.span = in.current_span();
+  if (const ParamDecl* decl = params_of(in).find(path); decl && decl->span.valid()) {
+    d.notes.push_back({d.span, "the objective staged here does not reach it"});
+    d.span = decl->span;
+  }
+  in.sink.report(std::move(d));
+}
+
 void stage_train(Interp& in, Compilation& c, const SizedFunction& sf) {
   stage::Stager& st = stage::stager_of(in);
   FunctionGuard guard(st, sf.fn, true, compute_dtype(c.out.run));
@@ -178,9 +194,7 @@ void stage_train(Interp& in, Compilation& c, const SizedFunction& sf) {
                 "', which has no gradient",
             "integer, boolean and comparison ops carry no gradient");
   if (sf.fn == "train_step")
-    for (size_t i : g.unreached)
-      in.warn("W-UNUSED-PARAM", "the loss does not depend on parameter '" +
-                                    *fn.node(params[i]).attrs.name + "': its gradient is zero");
+    for (size_t i : g.unreached) warn_unused_param(in, *fn.node(params[i]).attrs.name);
   for (size_t i = 0; i < params.size(); ++i)
     fn.outputs.push_back({"grad:" + *fn.node(params[i]).attrs.name, g.grads[i]});
   order_inputs(fn);
