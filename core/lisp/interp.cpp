@@ -131,6 +131,11 @@ Interp::Interp(SourceMap& src, DiagnosticSink& snk) : sources(src), sink(snk) {
   main->loaded = true;
   current_module = main.get();
   modules.push_back(std::move(main));
+  auto prelude = std::make_unique<Module>();
+  prelude->name = "prelude";
+  prelude->loaded = true;
+  prelude_module = prelude.get();
+  modules.push_back(std::move(prelude));
 
   register_special_forms(*this);
   register_core_builtins(*this);
@@ -538,7 +543,7 @@ Cell* Interp::define_cell(Symbol* s) {
   if (!s->qualifier.empty())
     fail("E-UNSUPPORTED",
          "cannot define '" + show(symval(s)) + "': a module's exports are defined in the module");
-  if (current_module == modules[0].get()) return &s->cell;
+  if (current_module == modules[0].get() || current_module == prelude_module) return &s->cell;
   return &current_module->cells[s];
 }
 
@@ -563,7 +568,7 @@ Value Interp::setf_function(Symbol* s) {
   return c->setf_function.p ? c->setf_function : nil_;
 }
 
-Value Interp::lookup_function(Symbol* s, Env* env, bool* is_macro) {
+Value Interp::lookup_function(Symbol* s, Env* env, bool* is_macro, const Cons* form) {
   for (Env* e = env; e; e = e->parent)
     for (auto it = e->b.rbegin(); it != e->b.rend(); ++it)
       if (it->sym == s && (it->ns == NS::Fun || it->ns == NS::Macro)) {
@@ -571,8 +576,37 @@ Value Interp::lookup_function(Symbol* s, Env* env, bool* is_macro) {
         return it->val;
       }
   Cell* c = fcell(s);
+  // The scope's own definition, asked for by a form another scope's macro
+  // made: that form means what its macro's code saw, an import or the global.
+  if (c != &s->cell && form && form->foreign && s->qualifier.empty()) {
+    auto own = current_module->cells.find(s);
+    if (own != current_module->cells.end() && &own->second == c) {
+      auto it = current_module->imported.find(s);
+      Cell* imported = it == current_module->imported.end() ? nullptr : module_cell(it->second, s);
+      c = imported ? imported : &s->cell;
+    }
+  }
   *is_macro = c->macro;
   return c->has_function() ? c->function : Value();
+}
+
+void Interp::mark_foreign_expansion(Value expansion, Value call) {
+  // Three walks, no allocation: flag the call's conses, mark the
+  // expansion's others (a cons already foreign was marked with its own
+  // subtree), then clear the call's flags.
+  auto walk = [&](Value from, auto&& visit) {
+    if (from.is_cons()) mark_stack_.push_back(from.cons());
+    while (!mark_stack_.empty()) {
+      Cons* x = mark_stack_.back();
+      mark_stack_.pop_back();
+      if (!visit(x)) continue;
+      if (x->car.is_cons()) mark_stack_.push_back(x->car.cons());
+      if (x->cdr.is_cons()) mark_stack_.push_back(x->cdr.cons());
+    }
+  };
+  walk(call, [](Cons* x) { return !x->marking && (x->marking = 1); });
+  walk(expansion, [](Cons* x) { return !x->marking && !x->foreign && (x->foreign = 1); });
+  walk(call, [](Cons* x) { return x->marking && !(x->marking = 0); });
 }
 
 void Interp::unbind_specials(size_t to) {
@@ -653,7 +687,7 @@ Value Interp::eval_cons(Value form, Env* env) {
       return dispatch_special_form(*this, s->special_form, form, env);
     }
     bool is_macro = false;
-    Value fn = lookup_function(s, env, &is_macro);
+    Value fn = lookup_function(s, env, &is_macro, c);
     if (is_macro) {
       bool expanded = false;
       Value expansion = macroexpand_1(form, env, &expanded);

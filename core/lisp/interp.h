@@ -282,11 +282,24 @@ class Interp {
   Value macro_function(Symbol* s, Env* env);  // nil if not a macro
 
   // ---- names and cells ------------------------------------------------------
-  Module* current_module = nullptr;  // nullptr: the main file
+  // The scope evaluating now: the main file's (modules[0]), the prelude's
+  // (prelude_module) or a required module's. The main file's and the
+  // prelude's definitions are global, but for the main file's definitions
+  // that replace a builtin or prelude one (W-SHADOW): those are the main
+  // file's own, so the prelude's and modules' code keeps the original.
+  Module* current_module = nullptr;
+  Module* prelude_module = nullptr;
   Cell* fcell(Symbol* s);            // the cell a function name resolves to
   Cell* vcell(Symbol* s);            // the cell a global variable resolves to
   Cell* define_cell(Symbol* s);      // where a definition goes now
-  Value lookup_function(Symbol* s, Env* env, bool* is_macro);
+  // `form`, when given, is the call whose operator `s` is: a form a macro of
+  // another scope made does not see the current scope's own definitions.
+  Value lookup_function(Symbol* s, Env* env, bool* is_macro, const Cons* form = nullptr);
+  // Marks the conses of `expansion` that are not the `call`'s own as
+  // Cons::foreign: made by a macro of another scope, they resolve past the
+  // current scope's own definitions, so the prelude's dolist still means
+  // CL's car in a file that defines its own car.
+  void mark_foreign_expansion(Value expansion, Value call);
   Value symbol_value(Symbol* s);
   void set_symbol_value(Symbol* s, Value v);
   Value setf_function(Symbol* s);  // nil if none
@@ -473,6 +486,7 @@ class Interp {
   std::unordered_map<LambdaKey, LambdaInfo*, LambdaKeyHash> lambda_cache_;
   std::vector<std::unique_ptr<LambdaInfo>> lambda_infos_;
   std::vector<Span> spans_;
+  std::vector<Cons*> mark_stack_;  // mark_foreign_expansion's, kept to spare allocations
   char* stack_base_ = nullptr;
   [[noreturn]] void limit_reached_steps();
   void report_out_of_memory();

@@ -113,7 +113,7 @@ Value sf_function(Interp& in, Value form, Env* env) {
   in.nvals = 1;
   if (x.is_symbol()) {
     bool is_macro = false;
-    Value fn = in.lookup_function(x.sym(), env, &is_macro);
+    Value fn = in.lookup_function(x.sym(), env, &is_macro, form.cons());
     if (fn.p && !is_macro) return fn;
     if (is_macro) in.fail("E-TYPE", "'" + in.show(x) + "' is a macro, not a function");
     if (x.sym()->special_form >= 0)
