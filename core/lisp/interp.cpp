@@ -115,6 +115,8 @@ Interp::Interp(SourceMap& src, DiagnosticSink& snk) : sources(src), sink(snk) {
   S.error = intern("ERROR");
   S.otherwise = intern("OTHERWISE");
   S.named_lambda = intern("%NAMED-LAMBDA");
+  S.go = intern("GO");
+  S.if_ = intern("IF");
 
   // The native stack: leave a margin for the error path itself.
   pthread_attr_t attr;

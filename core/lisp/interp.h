@@ -426,7 +426,7 @@ class Interp {
     Symbol *quote, *function, *lambda, *setf, *declare, *special, *ignore, *ignorable, *type,
         *optional, *rest, *key, *aux, *body, *whole, *environment, *allow_other_keys,
         *kw_allow_other_keys, *quasiquote, *unquote, *unquote_splicing, *block, *error, *otherwise,
-        *named_lambda;
+        *named_lambda, *go, *if_;
   } S;
 
   // Span bookkeeping of the form being evaluated (an index into spans_).

@@ -4,14 +4,19 @@
 # COL" line each. Each file must exit 1 (0 when only warnings are expected)
 # with every expected code at its position, give no error beyond the
 # expected ones (a consequence of an error is not a new one: errors.md,
-# "never a cascade"), never crash, and take under a second. Modules the
-# files require are in tests/e2e/broken/modules/.
+# "never a cascade"), never crash, and take under a second; a file whose
+# header says ";; cpu-under: N ms" must also take under N ms of CPU time
+# (user and system). Modules the files require are in
+# tests/e2e/broken/modules/.
 # Usage: broken.sh SEXPGPU SOURCE_DIR
 set -u
 BIN=$1
 SRC=$2
 fail=0
 count=0
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+TIMEFORMAT='%3U %3S'  # what `time` prints: user and system CPU seconds
 for f in "$SRC"/tests/e2e/broken/*.lisp; do
   name=$(basename "$f")
   expects=()
@@ -19,14 +24,17 @@ for f in "$SRC"/tests/e2e/broken/*.lisp; do
     [ "$c1 $c2" = ";; expect:" ] || break
     expects+=("$code $line $col")
   done <"$f"
+  cpu_limit=$(sed -n '/^;;/!q; s/^;; cpu-under: \([0-9]*\) ms$/\1/p' "$f")
   count=$((count + 1))
   if [ "${#expects[@]}" -eq 0 ]; then
     echo "FAIL $name: no ';; expect: CODE LINE COL' first line"; fail=$((fail + 1)); continue
   fi
   start=$(date +%s%N)
-  out=$("$BIN" check --json "$f" 2>/dev/null)
+  cpu=$( { time "$BIN" check --json "$f" >"$tmp" 2>/dev/null; } 2>&1 )
   rc=$?
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  cpu_ms=$(echo "$cpu" | awk '{ printf "%d", ($1 + $2) * 1000 }')
+  out=$(cat "$tmp")
   want_rc=0
   want_errors=0
   for e in "${expects[@]}"; do
@@ -50,7 +58,10 @@ for f in "$SRC"/tests/e2e/broken/*.lisp; do
   if [ "$ms" -ge 1000 ]; then
     echo "FAIL $name: check took $ms ms (limit 1000)"; fail=$((fail + 1)); continue
   fi
-  echo "ok   $name: ${expects[*]} in $ms ms"
+  if [ -n "$cpu_limit" ] && [ "$cpu_ms" -ge "$cpu_limit" ]; then
+    echo "FAIL $name: check took $cpu_ms ms of CPU time (limit $cpu_limit)"; fail=$((fail + 1)); continue
+  fi
+  echo "ok   $name: ${expects[*]} in $ms ms ($cpu_ms ms CPU)"
 done
 [ "$count" -gt 0 ] || { echo "FAIL no broken files found"; exit 1; }
 echo "$count files, $fail failures"
