@@ -415,12 +415,21 @@ void define_function(Interp& in, Symbol* s, Value fn, bool macro) {
   }
   Cell* c = in.define_cell(s);
   bool from_prelude = in.current_file == "<prelude>";
-  if (in_user_file(in) && in.current_module == in.modules[0].get()) {
-    if (s->cell.origin != kUser && s->cell.has_function())
+  Module* main = in.modules[0].get();
+  if (in_user_file(in) && in.current_module == main) {
+    // A replacement of a builtin or prelude definition is the main file's own
+    // (language.md): the prelude's and the modules' code keeps the original.
+    auto own = main->cells.find(s);
+    if (own != main->cells.end()) {
+      c = &own->second;
+    } else if (s->cell.origin != kUser && s->cell.has_function()) {
       in.warn("W-SHADOW",
               "'" + in.show(Interp::symval(s)) + "' redefines a " +
                   (s->cell.origin == kBuiltin ? "builtin" : "prelude") + " definition",
-              "choose another name; the original is replaced for the rest of the file");
+              "choose another name; this file uses the new one from here on, while the "
+              "prelude and modules keep the original");
+      c = &main->cells[s];
+    }
   }
   c->function = fn;
   c->macro = macro;

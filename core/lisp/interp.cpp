@@ -115,6 +115,8 @@ Interp::Interp(SourceMap& src, DiagnosticSink& snk) : sources(src), sink(snk) {
   S.error = intern("ERROR");
   S.otherwise = intern("OTHERWISE");
   S.named_lambda = intern("%NAMED-LAMBDA");
+  S.go = intern("GO");
+  S.if_ = intern("IF");
 
   // The native stack: leave a margin for the error path itself.
   pthread_attr_t attr;
@@ -131,6 +133,11 @@ Interp::Interp(SourceMap& src, DiagnosticSink& snk) : sources(src), sink(snk) {
   main->loaded = true;
   current_module = main.get();
   modules.push_back(std::move(main));
+  auto prelude = std::make_unique<Module>();
+  prelude->name = "prelude";
+  prelude->loaded = true;
+  prelude_module = prelude.get();
+  modules.push_back(std::move(prelude));
 
   register_special_forms(*this);
   register_core_builtins(*this);
@@ -445,7 +452,11 @@ Value Interp::make_condition(const LispError& e) {
 }
 
 bool Interp::is_poisoned(Symbol* s) const {
-  return std::find(poisoned.begin(), poisoned.end(), s) != poisoned.end();
+  if (s->qualifier.empty()) return std::find(poisoned.begin(), poisoned.end(), s) != poisoned.end();
+  // prefix:name names the module's definition of name, which the module's
+  // failed defun poisoned unqualified.
+  return std::any_of(poisoned.begin(), poisoned.end(),
+                     [&](Symbol* p) { return p->name == s->name; });
 }
 
 // ---- multiple values ---------------------------------------------------------------
@@ -495,6 +506,15 @@ static Cell* qualified_cell(Interp& in, Symbol* s) {
                 std::string(lname.substr(0, s->qualifier.size())) + "'",
             "add (require \"...\" :as " + std::string(lname.substr(0, s->qualifier.size())) +
                 ") before this form");
+  if (m->failed) {
+    // Its require failed and was reported: this use is a consequence.
+    LispError e;
+    e.diag.code = "E-UNBOUND";
+    e.diag.span = in.current_span();
+    e.diag.message = "'" + lname + "': module '" + m->name + "' could not be loaded";
+    e.consequence = true;
+    throw e;
+  }
   if (!m->exports.count(s->name))
     in.fail("E-UNBOUND", "'" + lname + "': module '" + m->name + "' does not export '" +
                              lname.substr(s->qualifier.size() + 1) + "'");
@@ -525,7 +545,7 @@ Cell* Interp::define_cell(Symbol* s) {
   if (!s->qualifier.empty())
     fail("E-UNSUPPORTED",
          "cannot define '" + show(symval(s)) + "': a module's exports are defined in the module");
-  if (current_module == modules[0].get()) return &s->cell;
+  if (current_module == modules[0].get() || current_module == prelude_module) return &s->cell;
   return &current_module->cells[s];
 }
 
@@ -550,7 +570,7 @@ Value Interp::setf_function(Symbol* s) {
   return c->setf_function.p ? c->setf_function : nil_;
 }
 
-Value Interp::lookup_function(Symbol* s, Env* env, bool* is_macro) {
+Value Interp::lookup_function(Symbol* s, Env* env, bool* is_macro, const Cons* form) {
   for (Env* e = env; e; e = e->parent)
     for (auto it = e->b.rbegin(); it != e->b.rend(); ++it)
       if (it->sym == s && (it->ns == NS::Fun || it->ns == NS::Macro)) {
@@ -558,8 +578,37 @@ Value Interp::lookup_function(Symbol* s, Env* env, bool* is_macro) {
         return it->val;
       }
   Cell* c = fcell(s);
+  // The scope's own definition, asked for by a form another scope's macro
+  // made: that form means what its macro's code saw, an import or the global.
+  if (c != &s->cell && form && form->foreign && s->qualifier.empty()) {
+    auto own = current_module->cells.find(s);
+    if (own != current_module->cells.end() && &own->second == c) {
+      auto it = current_module->imported.find(s);
+      Cell* imported = it == current_module->imported.end() ? nullptr : module_cell(it->second, s);
+      c = imported ? imported : &s->cell;
+    }
+  }
   *is_macro = c->macro;
   return c->has_function() ? c->function : Value();
+}
+
+void Interp::mark_foreign_expansion(Value expansion, Value call) {
+  // Three walks, no allocation: flag the call's conses, mark the
+  // expansion's others (a cons already foreign was marked with its own
+  // subtree), then clear the call's flags.
+  auto walk = [&](Value from, auto&& visit) {
+    if (from.is_cons()) mark_stack_.push_back(from.cons());
+    while (!mark_stack_.empty()) {
+      Cons* x = mark_stack_.back();
+      mark_stack_.pop_back();
+      if (!visit(x)) continue;
+      if (x->car.is_cons()) mark_stack_.push_back(x->car.cons());
+      if (x->cdr.is_cons()) mark_stack_.push_back(x->cdr.cons());
+    }
+  };
+  walk(call, [](Cons* x) { return !x->marking && (x->marking = 1); });
+  walk(expansion, [](Cons* x) { return !x->marking && !x->foreign && (x->foreign = 1); });
+  walk(call, [](Cons* x) { return x->marking && !(x->marking = 0); });
 }
 
 void Interp::unbind_specials(size_t to) {
@@ -610,7 +659,7 @@ Value Interp::eval(Value form, Env* env) {
     err.diag.fix = suggest_names(s, env, false);
     if (c->has_function())
       err.diag.fix = "'" + name + "' is a function; to use it as a value write #'" + name;
-    if (is_poisoned(s)) err.diag.notes.push_back({Span{}, "(suppressed: its definition failed)"});
+    err.consequence = is_poisoned(s);
     throw err;
   }
   if (form.kind == Kind::Cons) return eval_cons(form, env);
@@ -640,7 +689,7 @@ Value Interp::eval_cons(Value form, Env* env) {
       return dispatch_special_form(*this, s->special_form, form, env);
     }
     bool is_macro = false;
-    Value fn = lookup_function(s, env, &is_macro);
+    Value fn = lookup_function(s, env, &is_macro, c);
     if (is_macro) {
       bool expanded = false;
       Value expansion = macroexpand_1(form, env, &expanded);
@@ -661,7 +710,7 @@ Value Interp::eval_cons(Value form, Env* env) {
       }
       err.diag.fix = suggest_names(s, env, true);
       if (fcell(s)->has_value) err.diag.fix = "'" + name + "' is a variable, not a function";
-      if (is_poisoned(s)) err.diag.notes.push_back({Span{}, "(suppressed: its definition failed)"});
+      err.consequence = is_poisoned(s);
       throw err;
     }
     Value argbuf[8];
@@ -776,9 +825,6 @@ bool Interp::eval_toplevel(Value form, Value* result, const Span* where) {
     return true;
   } catch (LispError& e) {
     unbind_specials(mark);
-    bool suppressed = false;
-    for (auto& n : e.diag.notes)
-      if (n.message == "(suppressed: its definition failed)") suppressed = true;
     // A failed definition poisons its name so its uses are not new errors.
     if (form.is_cons() && form.cons()->cdr.is_cons()) {
       Value head = form.cons()->car;
@@ -786,7 +832,7 @@ bool Interp::eval_toplevel(Value form, Value* result, const Span* where) {
       if (head.is_symbol() && head.sym()->name.rfind("DEF", 0) == 0 && name.is_symbol())
         poisoned.push_back(name.sym());
     }
-    if (!suppressed) sink.report(std::move(e.diag));
+    if (!e.consequence) sink.report(std::move(e.diag));
     return false;
   } catch (const std::bad_alloc&) {
     // A size the file chose that no check caught: still a diagnostic.

@@ -132,6 +132,9 @@ struct LispError {
   Diagnostic diag;
   bool catchable = true;  // evaluation limits are not
   Value condition;        // a Condition value, made lazily
+  // A consequence of an error already reported (a use of a name whose
+  // definition or require failed): the top level does not report it again.
+  bool consequence = false;
 };
 
 struct BlockExit {
@@ -285,11 +288,24 @@ class Interp {
   Value macro_function(Symbol* s, Env* env);  // nil if not a macro
 
   // ---- names and cells ------------------------------------------------------
-  Module* current_module = nullptr;  // nullptr: the main file
+  // The scope evaluating now: the main file's (modules[0]), the prelude's
+  // (prelude_module) or a required module's. The main file's and the
+  // prelude's definitions are global, but for the main file's definitions
+  // that replace a builtin or prelude one (W-SHADOW): those are the main
+  // file's own, so the prelude's and modules' code keeps the original.
+  Module* current_module = nullptr;
+  Module* prelude_module = nullptr;
   Cell* fcell(Symbol* s);            // the cell a function name resolves to
   Cell* vcell(Symbol* s);            // the cell a global variable resolves to
   Cell* define_cell(Symbol* s);      // where a definition goes now
-  Value lookup_function(Symbol* s, Env* env, bool* is_macro);
+  // `form`, when given, is the call whose operator `s` is: a form a macro of
+  // another scope made does not see the current scope's own definitions.
+  Value lookup_function(Symbol* s, Env* env, bool* is_macro, const Cons* form = nullptr);
+  // Marks the conses of `expansion` that are not the `call`'s own as
+  // Cons::foreign: made by a macro of another scope, they resolve past the
+  // current scope's own definitions, so the prelude's dolist still means
+  // CL's car in a file that defines its own car.
+  void mark_foreign_expansion(Value expansion, Value call);
   Value symbol_value(Symbol* s);
   void set_symbol_value(Symbol* s, Value v);
   Value setf_function(Symbol* s);  // nil if none
@@ -382,6 +398,7 @@ class Interp {
   std::vector<Module*> loading;  // the require stack, for cycles
   std::vector<std::string> module_path;
   std::string current_file;  // path of the file being evaluated
+  std::string main_file;     // the main file's canonical path, once a require needs it
   Module* find_module_by_prefix(std::string_view prefix);
 
   std::string suggest_names(Symbol* s, Env* env, bool function);
@@ -404,8 +421,9 @@ class Interp {
   void unbind_specials(size_t to);
   std::vector<Value> catch_tags;  // active catch tags, innermost last
 
-  // Names whose defining top-level form failed: unbound errors on them are
-  // consequences, not new problems, and are not reported again.
+  // Names whose defining top-level form failed, or that a failed require
+  // would have imported: unbound errors on them are consequences, not new
+  // problems, and are not reported again.
   std::vector<Symbol*> poisoned;
   bool is_poisoned(Symbol* s) const;
 
@@ -414,7 +432,7 @@ class Interp {
     Symbol *quote, *function, *lambda, *setf, *declare, *special, *ignore, *ignorable, *type,
         *optional, *rest, *key, *aux, *body, *whole, *environment, *allow_other_keys,
         *kw_allow_other_keys, *quasiquote, *unquote, *unquote_splicing, *block, *error, *otherwise,
-        *named_lambda;
+        *named_lambda, *go, *if_;
   } S;
 
   // Span bookkeeping of the form being evaluated (an index into spans_).
@@ -474,6 +492,7 @@ class Interp {
   std::unordered_map<LambdaKey, LambdaInfo*, LambdaKeyHash> lambda_cache_;
   std::vector<std::unique_ptr<LambdaInfo>> lambda_infos_;
   std::vector<Span> spans_;
+  std::vector<Cons*> mark_stack_;  // mark_foreign_expansion's, kept to spare allocations
   char* stack_base_ = nullptr;
   [[noreturn]] void limit_reached_steps();
   void report_out_of_memory();

@@ -35,7 +35,7 @@ Value Interp::macroexpand_1(Value form, Env* env, bool* expanded) {
   for (Env* e = env; e && !lexical; e = e->parent)
     for (auto& b : e->b)
       if (b.sym == s && (b.ns == NS::Fun || b.ns == NS::Macro)) lexical = true;
-  Value fn = lookup_function(s, env, &is_macro);
+  Value fn = lookup_function(s, env, &is_macro, form.cons());
   if (!is_macro) return form;
   Cons* key = form.cons();
   if (!lexical) {
@@ -68,12 +68,14 @@ Value Interp::macroexpand_1(Value form, Env* env, bool* expanded) {
     outer.diag.notes.push_back({e.diag.span, e.diag.code + " " + e.diag.message});
     for (auto& n : e.diag.notes) outer.diag.notes.push_back(n);
     outer.condition = e.condition;
+    outer.consequence = e.consequence;
     throw outer;
   }
   // Expansions made by a macro inherit the call's position where they have none.
   if (expansion.is_cons() && expansion.cons()->span == 0) expansion.cons()->span = key->span;
   nvals = 1;
   *expanded = true;
+  if (!lexical && fn.fn()->module != current_module) mark_foreign_expansion(expansion, form);
   if (!lexical) expansion_cache[key] = expansion;
   return expansion;
 }

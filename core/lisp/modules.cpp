@@ -81,12 +81,15 @@ std::string lower(std::string s) {
   return s;
 }
 
-// "sexpgpu/nn" -> sexpgpu/nn.lisp under a search directory; "./lib/x.lisp"
-// -> relative to the requiring file only.
+// A path names its file as written when its last segment has an extension
+// ("./blocks.lib", "./lib/x.lisp"), as a CL pathname's type does; without
+// one, ".lisp" is added ("sexpgpu/nn" -> sexpgpu/nn.lisp). "./" and "../"
+// paths are relative to the requiring file only, absolute ones are that file,
+// and any other path is looked up in the search directories in order.
 bool resolve(Interp& in, const std::string& spec, std::string& out, std::vector<std::string>& tried) {
   bool relative = spec.rfind("./", 0) == 0 || spec.rfind("../", 0) == 0;
   std::string file = spec;
-  if (fs::path(file).extension() != ".lisp") file += ".lisp";
+  if (!fs::path(file).has_extension()) file += ".lisp";
   std::vector<std::string> dirs = module_search_dirs(in, in.current_file);
   if (relative && !dirs.empty()) dirs.resize(1);
   if (fs::path(file).is_absolute()) dirs = {""};
@@ -137,7 +140,13 @@ Module* load_module(Interp& in, const std::string& path, const std::string& spec
     }
   } restore{in, saved_module, saved_file, saved_span};
 
-  std::vector<ReadForm> forms = read_file_forms(in, file_id);
+  std::vector<ReadForm> forms;
+  try {
+    forms = read_file_forms(in, file_id);
+  } catch (LispError&) {
+    m->failed = true;  // unreadable: required again, it is still a failure
+    throw;
+  }
   bool first = true;
   for (const ReadForm& rf : forms) {
     bool is_defmodule = rf.form.is_cons() && car_of(rf.form).is_symbol() &&
@@ -148,6 +157,7 @@ Module* load_module(Interp& in, const std::string& path, const std::string& spec
       d.span = rf.span;
       d.message = "'" + spec + "' is not a module: its first form is not (defmodule NAME (:export ...))";
       in.sink.report(d);
+      m->failed = true;
       return m;
     }
     first = false;
@@ -159,6 +169,45 @@ Module* load_module(Interp& in, const std::string& path, const std::string& spec
   }
   m->loaded = true;
   return m;
+}
+
+// The main file's own path, canonical, once known: a module that requires
+// it is a cycle too. Only the main file requires with nothing loading.
+const std::string& main_file_path(Interp& in) {
+  if (in.main_file.empty() && in.loading.empty() && !in.current_file.empty() &&
+      in.current_file[0] != '<') {
+    std::error_code ec;
+    in.main_file = fs::weakly_canonical(in.current_file, ec).string();
+  }
+  return in.main_file;
+}
+
+// The module `spec` names, loaded once. The cycle is checked as soon as the
+// path is resolved, before anything about the file itself.
+Module* find_and_load(Interp& in, const std::string& spec) {
+  const std::string& main_path = main_file_path(in);
+  std::string resolved;
+  std::vector<std::string> tried;
+  if (!resolve(in, spec, resolved, tried)) {
+    std::string where;
+    for (const std::string& t : tried) where += (where.empty() ? "" : ", ") + t;
+    in.fail("E-REQUIRE-NOT-FOUND", "module \"" + spec + "\" not found (looked in: " + where + ")",
+            "check the path; relative paths start with ./ and are relative to the requiring file");
+  }
+  bool back_to_main = !main_path.empty() && resolved == main_path;
+  auto in_chain = std::find_if(in.loading.begin(), in.loading.end(),
+                               [&](Module* l) { return l->path == resolved; });
+  if (back_to_main || in_chain != in.loading.end()) {
+    std::string chain = back_to_main ? fs::path(main_path).filename().string() + " -> " : "";
+    for (auto l = back_to_main ? in.loading.begin() : in_chain; l != in.loading.end(); ++l)
+      chain += (*l)->name + " -> ";
+    in.fail("E-REQUIRE-CYCLE",
+            (back_to_main ? "the main file requires itself: "
+                          : "module \"" + spec + "\" requires itself: ") +
+                chain + spec,
+            "move what both need into a third module");
+  }
+  return load_module(in, resolved, spec);
 }
 
 }  // namespace
@@ -186,39 +235,38 @@ Value sf_require(Interp& in, Value form, Env*) {
       in.fail("E-ARITY", "require: unknown option " + in.show(k), "require takes :as PREFIX and :only (NAMES...)");
     }
   }
-  std::string resolved;
-  std::vector<std::string> tried;
-  if (!resolve(in, spec, resolved, tried)) {
-    std::string where;
-    for (const std::string& t : tried) where += (where.empty() ? "" : ", ") + t;
-    in.fail("E-REQUIRE-NOT-FOUND", "module \"" + spec + "\" not found (looked in: " + where + ")",
-            "check the path; relative paths start with ./ and are relative to the requiring file");
-  }
-  for (Module* m : in.loading)
-    if (m->path == resolved) {
-      std::string chain;
-      for (Module* l : in.loading) chain += l->name + " -> ";
-      in.fail("E-REQUIRE-CYCLE", "module \"" + spec + "\" requires itself: " + chain + spec,
-              "move what both need into a third module");
-    }
-  if (!in.loading.empty() || in.current_file.size()) {
-    // The main file is not in `loading`; a module requiring the main file is a cycle too.
-    std::error_code ec;
-    if (!in.current_file.empty() && in.loading.empty() &&
-        fs::weakly_canonical(in.current_file, ec).string() == resolved)
-      in.fail("E-REQUIRE-CYCLE", "the file requires itself (\"" + spec + "\")");
-  }
-  Module* m = load_module(in, resolved, spec);
   std::string pre = prefix.is_symbol() && !prefix.is_nil() ? prefix.sym()->name
                                                            : upcase_ascii(fs::path(spec).stem().string());
-  if (!has_only || !prefix.is_nil()) in.current_module->prefixes[pre] = m;
-  for (Value n = only; n.is_cons(); n = n.cons()->cdr) {
-    Value s = n.cons()->car;
-    if (!s.is_symbol()) in.type_error(s, "a symbol", "require :only");
-    if (!m->exports.count(s.sym()->name))
-      in.fail("E-UNBOUND", "require :only: module '" + m->name + "' does not export '" + lower(s.sym()->name) + "'");
-    in.current_module->imported[s.sym()] = m;
+  // What this require makes reachable; for a module that failed to load,
+  // its uses become consequences of the error already reported.
+  auto make_reachable = [&](Module* m) {
+    if (!has_only || !prefix.is_nil()) in.current_module->prefixes[pre] = m;
+    for (Value n = only; n.is_cons(); n = n.cons()->cdr) {
+      Value s = n.cons()->car;
+      if (!s.is_symbol()) in.type_error(s, "a symbol", "require :only");
+      if (m->failed) {
+        in.poisoned.push_back(s.sym());
+        continue;
+      }
+      if (!m->exports.count(s.sym()->name))
+        in.fail("E-UNBOUND", "require :only: module '" + m->name + "' does not export '" +
+                                 lower(s.sym()->name) + "'");
+      in.current_module->imported[s.sym()] = m;
+    }
+  };
+  Module* m = nullptr;
+  try {
+    m = find_and_load(in, spec);
+  } catch (LispError&) {
+    auto stub = std::make_unique<Module>();
+    stub->name = spec;
+    stub->failed = true;
+    Module* failed = stub.get();
+    in.modules.push_back(std::move(stub));
+    make_reachable(failed);
+    throw;
   }
+  make_reachable(m);
   in.nvals = 1;
   return in.t();
 }

@@ -21,6 +21,9 @@ struct Module {
   std::unordered_map<std::string, Module*> prefixes;
   std::unordered_map<Symbol*, Module*> imported;
   bool loaded = false;
+  // Could not be loaded (not found, a cycle, not a module): the require
+  // reported it, and uses of its prefix are consequences, not new errors.
+  bool failed = false;
 };
 
 // Where `require` looks for a path (relative to the requiring file, then

@@ -10,13 +10,16 @@ namespace sexpgpu::lisp {
 
 void load_prelude(Interp& in) {
   std::string saved_file = in.current_file;
+  Module* saved_module = in.current_module;
   in.current_file = "<prelude>";
+  in.current_module = in.prelude_module;  // its functions and macros run in its scope
   size_t before = in.sink.all().size();
   for (size_t i = 0; i < kPreludeFiles_count; ++i) {
     uint32_t id = in.sources.add(kPreludeFiles[i].name, kPreludeFiles[i].text);
     for (const ReadForm& f : read_file_forms(in, id)) in.eval_toplevel(f.form, nullptr, &f.span);
   }
   in.current_file = saved_file;
+  in.current_module = saved_module;
   in.last_prelude_file = uint32_t(in.sources.file_count() - 1);
   if (in.sink.all().size() != before) {
     const Diagnostic& d = in.sink.all()[before];

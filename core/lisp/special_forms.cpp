@@ -113,7 +113,7 @@ Value sf_function(Interp& in, Value form, Env* env) {
   in.nvals = 1;
   if (x.is_symbol()) {
     bool is_macro = false;
-    Value fn = in.lookup_function(x.sym(), env, &is_macro);
+    Value fn = in.lookup_function(x.sym(), env, &is_macro, form.cons());
     if (fn.p && !is_macro) return fn;
     if (is_macro) in.fail("E-TYPE", "'" + in.show(x) + "' is a macro, not a function");
     if (x.sym()->special_form >= 0)
@@ -341,8 +341,9 @@ struct SpanGuardLite {
 
 // `(go TAG)` aimed at this very tagbody: jumps without throwing.
 bool local_go(Interp& in, Value stmt, ExitPoint* ep, Value* tail) {
-  if (!stmt.is_cons() || !car(stmt).is_symbol() || car(stmt).sym()->name != "GO") return false;
-  if (car(stmt).sym() != in.intern("GO")) return false;
+  // Symbols compared by identity: interning "GO" here, once per statement,
+  // was most of the time of a tight loop.
+  if (!stmt.is_cons() || !(car(stmt) == Interp::symval(in.S.go))) return false;
   Value tag = car(cdr(stmt));
   for (auto& [t, rest] : ep->tags)
     if (t == tag) {
@@ -360,8 +361,7 @@ bool run_statement(Interp& in, Value stmt, Env* e, ExitPoint* ep, Value* tail) {
     in.count_step();
     return true;
   }
-  if (stmt.is_cons() && car(stmt).is_symbol() && car(stmt).sym()->special_form >= 0 &&
-      car(stmt).sym()->name == "IF") {
+  if (stmt.is_cons() && car(stmt) == Interp::symval(in.S.if_)) {
     Value rest = cdr(stmt);
     Value then_form = car(cdr(rest));
     Value else_tail = cdr(cdr(rest));

@@ -156,7 +156,13 @@ struct Cons : Obj {
   // Reader positions: the span of the list that starts at this cons, and the
   // span of its car (so an atom in a list can be pointed at). 0 = none.
   uint32_t span = 0;
-  uint32_t car_span = 0;
+  uint32_t car_span : 30 = 0;
+  // Made by a macro defined in another scope than the one it expanded in
+  // (its own forms, not the caller's spliced in): as a CL package keeps the
+  // symbols a macro was written with, its operator does not see the
+  // evaluating scope's own definitions (Interp::mark_foreign_expansion).
+  uint32_t foreign : 1 = 0;
+  uint32_t marking : 1 = 0;  // scratch of mark_foreign_expansion
 };
 
 struct String : Obj {

@@ -40,6 +40,7 @@ struct Compilation {
   const LoaderDecl* train = nullptr;
   std::vector<Group> groups;
   bool failed = false;
+  bool trained = true;  // the objective staged: every parameter is declared
 };
 
 // A global function of the file, or nil.
@@ -137,6 +138,22 @@ std::vector<NodeId> trainable_params(const ir::Module& m, const ir::Function& fn
   return out;
 }
 
+// W-UNUSED-PARAM at the parameter's declaration (its defparam, or the
+// user's call that declared it), with the objective that staged it as a note.
+void warn_unused_param(Interp& in, const std::string& path) {
+  sexpgpu::Diagnostic d;  // not runfile::Diagnostic, which is defdiagnostic's
+  d.code = "W-UNUSED-PARAM";
+  d.severity = Severity::Warning;
+  d.message = "the loss does not depend on parameter '" + path + "': its gradient is zero";
+  d.fix = "use it in the model, declare it with :trainable nil, or remove it";
+  d.span = in.current_span();
+  if (const ParamDecl* decl = params_of(in).find(path); decl && decl->span.valid()) {
+    d.notes.push_back({d.span, "the objective staged here does not reach it"});
+    d.span = decl->span;
+  }
+  in.sink.report(std::move(d));
+}
+
 void stage_train(Interp& in, Compilation& c, SizedFunction& sf) {
   stage::Stager& st = stage::stager_of(in);
   FunctionGuard guard(st, sf.fn, true, compute_dtype(c.out.run));
@@ -178,9 +195,7 @@ void stage_train(Interp& in, Compilation& c, SizedFunction& sf) {
                 "', which has no gradient",
             "integer, boolean and comparison ops carry no gradient");
   if (sf.fn == "train_step")
-    for (size_t i : g.unreached)
-      in.warn("W-UNUSED-PARAM", "the loss does not depend on parameter '" +
-                                    *fn.node(params[i]).attrs.name + "': its gradient is zero");
+    for (size_t i : g.unreached) warn_unused_param(in, *fn.node(params[i]).attrs.name);
   for (size_t i = 0; i < params.size(); ++i)
     fn.outputs.push_back({"grad:" + *fn.node(params[i]).attrs.name, g.grads[i]});
   order_inputs(fn);
@@ -230,8 +245,8 @@ void stage_update(Interp& in, Compilation& c) {
         ParamView{p.path, p.type.shape, p.type.dtype, d ? d->tags : std::vector<std::string>{}});
     trainable[i] = p.trainable;
   }
-  c.groups =
-      assign_groups(in, result, views, std::span<const bool>(trainable.get(), m.params.size()));
+  c.groups = assign_groups(in, result, views,
+                           std::span<const bool>(trainable.get(), m.params.size()), c.trained);
 
   ir::Function& fn = st.current();
   ir::Builder b(fn);
@@ -463,7 +478,20 @@ std::function<void()>* active_step = nullptr;
 // exits are handled as for any form). False when it failed.
 template <class F>
 bool step(Interp& in, Compilation& c, Span span, const char* name, F&& body) {
-  std::function<void()> fn = [&] { body(); };
+  std::function<void()> fn = [&] {
+    try {
+      body();
+    } catch (lisp::LispError& e) {
+      // The error an earlier step gave at the same place (the model that
+      // the objective and evaluate both call) is reported once.
+      for (const sexpgpu::Diagnostic& d : in.sink.all())
+        if (d.severity == Severity::Error && d.code == e.diag.code &&
+            d.span.file == e.diag.span.file && d.span.line == e.diag.span.line &&
+            d.span.col == e.diag.span.col)
+          e.consequence = true;
+      throw;
+    }
+  };
   active_step = &fn;
   Value form = in.list({in.sym("%COMPILE-STEP"), in.make_string_utf8(name)});
   bool ok = in.eval_toplevel(form, nullptr, &span);
@@ -538,9 +566,15 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
       step(in, c, contract.curriculum_span, "until", [&] { stage_until(in, s); });
     c.out.stages.push_back(std::move(info));
   }
+  // Independent errors in one pass (errors.md): after a failed objective the
+  // evaluation passes and the optimizer are still staged, and report what
+  // is theirs; what needs every parameter (accumulate, init) waits.
   Span objective_span = span_of("DEFUN", "OBJECTIVE");
   for (SizedFunction& sf : c.out.train_fns)
-    if (!step(in, c, objective_span, "train", [&] { stage_train(in, c, sf); })) return std::nullopt;
+    if (!step(in, c, objective_span, "train", [&] { stage_train(in, c, sf); })) {
+      c.trained = false;  // once, not once per batch size
+      break;
+    }
   step(in, c, span_of("DEFEVAL", nullptr), "eval-leak", [&] { check_eval_leaks(in, c); });
   for (const EvalDecl& e : contract.evals) {
     const LoaderDecl* l = loaders_of(in).find(e.loader);
@@ -554,6 +588,7 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     c.out.evals.push_back(std::move(pass));
   }
   step(in, c, span_of("DEFUN", "OPTIMIZER"), "update", [&] { stage_update(in, c); });
+  if (!c.trained) return std::nullopt;
   if (c.out.run.microbatches > 1)
     step(in, c, contract.run->span, "accumulate", [&] { stage_accumulate(in); });
   step(in, c, contract.run->span, "init", [&] { stage_init_function(in); });

@@ -336,8 +336,8 @@ std::vector<std::pair<std::string, NodeId>> stage_schedules(Interp& in, const Op
 }
 
 std::vector<Group> assign_groups(Interp& in, Value optimizer_result,
-                                 std::span<const ParamView> params,
-                                 std::span<const bool> trainable) {
+                                 std::span<const ParamView> params, std::span<const bool> trainable,
+                                 bool all_params) {
   std::vector<std::pair<Group, Value>> selected = groups_of(in, optimizer_result);
   std::vector<std::string> ungrouped;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -353,7 +353,7 @@ std::vector<Group> assign_groups(Interp& in, Value optimizer_result,
   std::vector<Group> groups;
   for (auto& gs : selected) groups.push_back(std::move(gs.first));
   if (!ungrouped.empty()) report_ungrouped(in, groups, ungrouped);
-  if (!as_optimizer(optimizer_result))
+  if (!as_optimizer(optimizer_result) && all_params)
     for (const Group& g : groups)
       if (g.members.empty()) report_empty(in, g);
   return groups;

@@ -96,11 +96,12 @@ struct Group {
 // "default", every trainable parameter), or a list of groups, each trainable
 // parameter going to the first whose selector takes it. A trainable
 // parameter no group takes is E-PARAM-UNGROUPED listing them; a group that
-// takes none is W-EMPTY-GROUP; two groups of one name, or a value that is
-// neither, are E-TYPE.
+// takes none is W-EMPTY-GROUP (unless `all_params` is false: the objective
+// failed part-way, so some were never declared); two groups of one name, or
+// a value that is neither, are E-TYPE.
 std::vector<Group> assign_groups(lisp::Interp& in, lisp::Value optimizer_result,
-                                 std::span<const ParamView> params,
-                                 std::span<const bool> trainable);
+                                 std::span<const ParamView> params, std::span<const bool> trainable,
+                                 bool all_params = true);
 
 // %make-optimizer, %hyper, the optimizer accessors, %make-group; and the
 // selector builtins (selector.h).

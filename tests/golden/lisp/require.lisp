@@ -20,6 +20,21 @@ blocks:*scale*
 ;!E-UNBOUND
 (require "./modules/nope.lisp")
 ;!E-REQUIRE-NOT-FOUND
+;; An explicit path with an extension names that file as written.
+(require "./modules/shapes.lib")
+(shapes:area 2 3)
+;=> 6
+(require "./modules/shapes.lib" :as s)
+(s:area 4 5)
+;=> 20
+;; After a require that failed, the uses of what it would have given are
+;; consequences, not new errors.
+(require "./modules/missing.lisp" :as missing)
+;!E-REQUIRE-NOT-FOUND
+(missing:f 1)
+(require "./modules/missing.lisp" :only (g))
+;!E-REQUIRE-NOT-FOUND
+(g 1)
 (require "./modules/not-a-module.lisp")
 ;!E-REQUIRE-NOT-FOUND
 (require "./modules/cycle-a.lisp")
@@ -30,7 +45,7 @@ blocks:*scale*
 ;!E-TYPE
 (require "./modules/blocks.lisp" :as)
 ;!E-ARITY
-(nope:thing 1)
+(nosuch:thing 1)
 ;!E-UNBOUND
 (in-package :cl-user)
 ;!E-UNSUPPORTED
