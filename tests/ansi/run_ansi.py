@@ -287,7 +287,11 @@ Case = collections.namedtuple("Case", "name op area file form expected")
 
 
 def collect(directory):
-    cases, helpers = [], set()
+    """The cases, and the suite's helpers: {path: names} for the names each
+    file defines, with the names of the support files (those without tests,
+    such as auxiliary/*.lsp) under "" because every case may call them; a
+    test file's own definitions concern its own cases."""
+    cases, helpers = [], collections.defaultdict(set)
     for root, _, files in os.walk(directory):
         for f in sorted(files):
             if not f.endswith(".lsp"):
@@ -301,6 +305,7 @@ def collect(directory):
             except (ValueError, IndexError) as e:
                 print(f"warning: cannot split {path}: {e}", file=sys.stderr)
                 continue
+            defined, ncases = set(), len(cases)
             for form in forms:
                 if not form.startswith("("):
                     continue
@@ -315,9 +320,11 @@ def collect(directory):
                             "defconstant", "defgeneric", "defstruct",
                             "define-condition", "defclass") and len(parts) > 1:
                     nm = parts[1]
-                    if nm.startswith("("):
-                        nm = subforms(nm)[0] if subforms(nm) else nm
-                    helpers.add(nm.lower())
+                    if nm.startswith("("):  # (defstruct (name ...)), (defun (setf name) ...)
+                        sub = subforms(nm)
+                        nm = sub[1] if len(sub) > 1 and sub[0].lower() == "setf" else (
+                            sub[0] if sub else nm)
+                    defined.add(nm.lower())
                 elif head == "deftest" and len(parts) >= 3:
                     rest = parts[2:]
                     while len(rest) >= 2 and rest[0].startswith(":"):
@@ -337,6 +344,7 @@ def collect(directory):
                     cases.append(Case(parts[1], operator_of(parts[1]), area, path,
                                       "(flet ((%f () " + parts[2] + ")) (eq (%f) (%f)))",
                                       ["nil"]))
+            helpers["" if len(cases) == ncases else path] |= defined
     return cases, helpers
 
 
@@ -351,7 +359,7 @@ def prelude_names():
 
 def static_skip(case, helpers):
     syms = symbols_of(case.form)
-    hits = sorted(syms & helpers)
+    hits = sorted(syms & (helpers[""] | helpers.get(case.file, set())))
     if hits:
         return "suite helper not in prelude.lisp", hits[0]
     for cat, words in SKIP_SYMBOLS.items():
@@ -440,12 +448,25 @@ def run_sbcl(cases, sbcl, timeout):
 
 # --- sexpgpu ------------------------------------------------------------------
 def run_ours(binary, form, timeout):
+    argv = [binary, "eval", PRELUDE, "-e", form, "--readably"]
+    tmp = None
+    if "\0" in form:
+        # A NUL character (length.string.4 has one in a string) cannot go on
+        # a command line: the form goes into a copy of the prelude, which
+        # keeps its values for -e to return.
+        fd, tmp = tempfile.mkstemp(suffix=".lisp")
+        with os.fdopen(fd, "w") as f:
+            f.write(open(PRELUDE).read())
+            f.write("\n(defparameter *%%case-values* (multiple-value-list %s))\n" % form)
+        argv = [binary, "eval", tmp, "-e", "(values-list *%case-values*)", "--readably"]
     try:
-        p = subprocess.run([binary, "eval", PRELUDE, "-e", form, "--readably"],
-                           capture_output=True, text=True, errors="replace",
+        p = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                            timeout=timeout)
     except subprocess.TimeoutExpired:
         return ("timeout", "")
+    finally:
+        if tmp:
+            os.unlink(tmp)
     if p.returncode != 0:
         msg = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])
         first = next((l for l in msg if re.search(r"\b[EW]-[A-Z-]+", l)), msg[0])
@@ -526,7 +547,8 @@ def main():
         ops = {o.strip().lower() for o in args.ops.split(",") if o.strip()}
 
     cases, helpers = collect(args.suite_dir)
-    helpers -= prelude_names()
+    for names in helpers.values():
+        names -= prelude_names()
     not_selected = [c for c in cases if ops is not None and c.op not in ops]
     cases = [c for c in cases if ops is None or c.op in ops]
     if args.limit:
