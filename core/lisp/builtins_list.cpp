@@ -6,6 +6,7 @@
 //
 // Walks over user lists go through ListWalk, so a circular list is an E-TYPE
 // where SBCL would loop forever; otherwise results and errors follow SBCL.
+#include "lisp/bit_vector.h"
 #include "lisp/builtins_list.h"
 
 #include <algorithm>
@@ -258,7 +259,9 @@ Value reverse(Interp& in, Value s, bool destructive) {
       std::reverse(v->items.begin(), end);
       return s;
     }
-    return in.make_vector(std::vector<Value>(std::make_reverse_iterator(end), v->items.rend()));
+    std::vector<Value> items(std::make_reverse_iterator(end), v->items.rend());
+    return is_bit_vector(s) ? make_bit_vector(in, std::move(items), where)
+                            : in.make_vector(std::move(items));
   }
   if (s.is_string()) {
     String* str = s.str();

@@ -57,7 +57,7 @@ upper-case-p lower-case-p format princ-to-string prin1-to-string
 write-to-string
 make-hash-table gethash remhash clrhash maphash hash-table-count hash-table-p
 eq eql equal equalp typep type-of check-type assert error warn cerror
-ignore-errors handler-case
+ignore-errors handler-case documentation
 """.split()
 
 # --- skip rules --------------------------------------------------------------
@@ -286,6 +286,34 @@ def operator_of(name):
 Case = collections.namedtuple("Case", "name op area file form expected")
 
 
+DEFINERS = ("defun", "defmacro", "defvar", "defparameter", "defconstant", "defgeneric",
+            "defstruct", "define-condition", "defclass")
+# Top-level forms the suite wraps its definitions in.
+WRAPPERS = ("report-and-ignore-errors", "eval-when", "progn")
+
+
+def defined_names(parts):
+    """The names a top-level form (split into parts) defines."""
+    head = parts[0].lower()
+    if head in DEFINERS and len(parts) > 1:
+        nm = parts[1]
+        if nm.startswith("("):  # (defstruct (name ...)), (defun (setf name) ...)
+            sub = subforms(nm)
+            nm = sub[1] if len(sub) > 1 and sub[0].lower() == "setf" else (sub[0] if sub else nm)
+        return {nm.lower()}
+    names = set()
+    if head in WRAPPERS:
+        for sub in parts[1:]:
+            if sub.startswith("("):
+                try:
+                    inner = subforms(sub)
+                except (ValueError, IndexError):
+                    continue
+                if inner:
+                    names |= defined_names(inner)
+    return names
+
+
 def collect(directory):
     """The cases, and the suite's helpers: {path: names} for the names each
     file defines, with the names of the support files (those without tests,
@@ -316,15 +344,9 @@ def collect(directory):
                 if not parts:
                     continue
                 head = parts[0].lower()
-                if head in ("defun", "defmacro", "defvar", "defparameter",
-                            "defconstant", "defgeneric", "defstruct",
-                            "define-condition", "defclass") and len(parts) > 1:
-                    nm = parts[1]
-                    if nm.startswith("("):  # (defstruct (name ...)), (defun (setf name) ...)
-                        sub = subforms(nm)
-                        nm = sub[1] if len(sub) > 1 and sub[0].lower() == "setf" else (
-                            sub[0] if sub else nm)
-                    defined.add(nm.lower())
+                names = defined_names(parts)
+                if names:
+                    defined |= names
                 elif head == "deftest" and len(parts) >= 3:
                     rest = parts[2:]
                     while len(rest) >= 2 and rest[0].startswith(":"):
