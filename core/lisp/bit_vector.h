@@ -18,7 +18,9 @@ inline bool is_bit_vector(Value v) {
   return v.is_vector() && typeid(*v.vec()) == typeid(BitVector);
 }
 
-inline bool is_bit(Value v) { return v.is_int() && (v.i == 0 || v.i == 1); }
+inline bool is_bit(Value v) {
+  return v.is_int() && (v.i == 0 || v.i == 1);
+}
 
 // A bit vector of these elements (E-TYPE unless each is 0 or 1).
 inline Value make_bit_vector(Interp& in, std::vector<Value> items, const char* op) {

@@ -177,7 +177,8 @@ static bool bit_element_type(Value elem) {
   if (!elem.is_cons() || !car_of(elem).is_symbol()) return false;
   const std::string& n = car_of(elem).sym()->name;
   Value a = car_of(cdr_of(elem)), b = car_of(cdr_of(cdr_of(elem)));
-  return (n == "UNSIGNED-BYTE" && a.is_int() && a.i == 1) || (n == "MOD" && a.is_int() && a.i == 2) ||
+  return (n == "UNSIGNED-BYTE" && a.is_int() && a.i == 1) ||
+         (n == "MOD" && a.is_int() && a.i == 2) ||
          (n == "INTEGER" && a.is_int() && a.i == 0 && b.is_int() && b.i == 1);
 }
 
@@ -352,7 +353,7 @@ bool typep(Interp& in, Value v, Value type) {
         // The element type, as arrays upgrade it: strings hold characters,
         // other vectors hold anything (t); no array here specialises more.
         Value elem = car_of(args);
-        if (character_type(elem) ? !v.is_string()
+        if (character_type(elem)     ? !v.is_string()
             : bit_element_type(elem) ? !is_bit_vector(v)
                                      : !is_sym(elem, "T") || !v.is_vector() || is_bit_vector(v))
           return false;
@@ -372,7 +373,8 @@ bool typep(Interp& in, Value v, Value type) {
       return size.is_int() && int64_t(length) == size.i;
     }
     if (op == "VALUES")
-      in.fail("E-TYPE", "typep: " + in.show(type) + ": a values type describes the values of a form (the), not an object");
+      in.fail("E-TYPE", "typep: " + in.show(type) +
+                            ": a values type describes the values of a form (the), not an object");
   }
 
   in.fail("E-TYPE", "unknown type specifier " + in.show(type));
@@ -380,20 +382,49 @@ bool typep(Interp& in, Value v, Value type) {
 
 // The standard atomic types of language.md as a DAG (child, parent).
 static const char* kTypeParents[][2] = {
-    {"BIT", "FIXNUM"},          {"BIT", "UNSIGNED-BYTE"},      {"FIXNUM", "INTEGER"},
-    {"UNSIGNED-BYTE", "INTEGER"}, {"SIGNED-BYTE", "INTEGER"},  {"INTEGER", "RATIONAL"},
-    {"RATIONAL", "REAL"},       {"DOUBLE-FLOAT", "FLOAT"},     {"SINGLE-FLOAT", "FLOAT"},
-    {"FLOAT", "REAL"},          {"REAL", "NUMBER"},            {"NUMBER", "ATOM"},
-    {"NULL", "SYMBOL"},         {"NULL", "LIST"},              {"BOOLEAN", "SYMBOL"},
-    {"NULL", "BOOLEAN"},        {"KEYWORD", "SYMBOL"},         {"SYMBOL", "ATOM"},
-    {"CONS", "LIST"},           {"LIST", "SEQUENCE"},          {"SIMPLE-STRING", "STRING"},
-    {"BASE-STRING", "STRING"},  {"SIMPLE-BASE-STRING", "BASE-STRING"}, {"SIMPLE-BASE-STRING", "SIMPLE-STRING"},
-    {"SIMPLE-STRING", "SIMPLE-ARRAY"}, {"SIMPLE-VECTOR", "SIMPLE-ARRAY"}, {"SIMPLE-ARRAY", "ARRAY"},
-    {"BIT-VECTOR", "VECTOR"},   {"SIMPLE-BIT-VECTOR", "BIT-VECTOR"}, {"SIMPLE-BIT-VECTOR", "SIMPLE-ARRAY"},
-    {"STRING", "VECTOR"},       {"SIMPLE-VECTOR", "VECTOR"},   {"VECTOR", "ARRAY"},
-    {"VECTOR", "SEQUENCE"},     {"ARRAY", "ATOM"},             {"STANDARD-CHAR", "BASE-CHAR"},
-    {"BASE-CHAR", "CHARACTER"}, {"EXTENDED-CHAR", "CHARACTER"}, {"CHARACTER", "ATOM"},         {"HASH-TABLE", "ATOM"},
-    {"COMPILED-FUNCTION", "FUNCTION"}, {"FUNCTION", "ATOM"},   {"SEQUENCE", "T"},
+    {"BIT", "FIXNUM"},
+    {"BIT", "UNSIGNED-BYTE"},
+    {"FIXNUM", "INTEGER"},
+    {"UNSIGNED-BYTE", "INTEGER"},
+    {"SIGNED-BYTE", "INTEGER"},
+    {"INTEGER", "RATIONAL"},
+    {"RATIONAL", "REAL"},
+    {"DOUBLE-FLOAT", "FLOAT"},
+    {"SINGLE-FLOAT", "FLOAT"},
+    {"FLOAT", "REAL"},
+    {"REAL", "NUMBER"},
+    {"NUMBER", "ATOM"},
+    {"NULL", "SYMBOL"},
+    {"NULL", "LIST"},
+    {"BOOLEAN", "SYMBOL"},
+    {"NULL", "BOOLEAN"},
+    {"KEYWORD", "SYMBOL"},
+    {"SYMBOL", "ATOM"},
+    {"CONS", "LIST"},
+    {"LIST", "SEQUENCE"},
+    {"SIMPLE-STRING", "STRING"},
+    {"BASE-STRING", "STRING"},
+    {"SIMPLE-BASE-STRING", "BASE-STRING"},
+    {"SIMPLE-BASE-STRING", "SIMPLE-STRING"},
+    {"SIMPLE-STRING", "SIMPLE-ARRAY"},
+    {"SIMPLE-VECTOR", "SIMPLE-ARRAY"},
+    {"SIMPLE-ARRAY", "ARRAY"},
+    {"BIT-VECTOR", "VECTOR"},
+    {"SIMPLE-BIT-VECTOR", "BIT-VECTOR"},
+    {"SIMPLE-BIT-VECTOR", "SIMPLE-ARRAY"},
+    {"STRING", "VECTOR"},
+    {"SIMPLE-VECTOR", "VECTOR"},
+    {"VECTOR", "ARRAY"},
+    {"VECTOR", "SEQUENCE"},
+    {"ARRAY", "ATOM"},
+    {"STANDARD-CHAR", "BASE-CHAR"},
+    {"BASE-CHAR", "CHARACTER"},
+    {"EXTENDED-CHAR", "CHARACTER"},
+    {"CHARACTER", "ATOM"},
+    {"HASH-TABLE", "ATOM"},
+    {"COMPILED-FUNCTION", "FUNCTION"},
+    {"FUNCTION", "ATOM"},
+    {"SEQUENCE", "T"},
     {"ATOM", "T"},
 };
 
@@ -437,7 +468,8 @@ static Value type_of(Interp& in, Value v) {
     case Kind::Vector:
       if (is_bit_vector(v)) {
         if (v.vec()->fill_pointer >= 0 || v.vec()->adjustable)
-          return in.list({in.sym("VECTOR"), in.sym("BIT"), Value::integer(int64_t(v.vec()->items.size()))});
+          return in.list(
+              {in.sym("VECTOR"), in.sym("BIT"), Value::integer(int64_t(v.vec()->items.size()))});
         return in.list({in.sym("SIMPLE-BIT-VECTOR"), Value::integer(int64_t(v.vec()->size()))});
       }
       if (v.vec()->fill_pointer >= 0 || v.vec()->adjustable)
@@ -746,11 +778,15 @@ void register_core_builtins(Interp& in) {
       if (!s->cell.has_value && !s->cell.has_function()) return Interp::symval(s);
     }
   });
-  SG_BUILTIN(in, "%UNSUPPORTED", 2, -1, "E-UNSUPPORTED with a message and a fix (the prelude's refusals; the other arguments are evaluated and ignored)", {
-    if (!args[0].is_string() || !args[1].is_string())
-      in.type_error(args[0], "a message string and a fix string", "%unsupported");
-    in.fail("E-UNSUPPORTED", u32_to_utf8(args[0].str()->chars), u32_to_utf8(args[1].str()->chars));
-  });
+  SG_BUILTIN(in, "%UNSUPPORTED", 2, -1,
+             "E-UNSUPPORTED with a message and a fix (the prelude's refusals; the other arguments "
+             "are evaluated and ignored)",
+             {
+               if (!args[0].is_string() || !args[1].is_string())
+                 in.type_error(args[0], "a message string and a fix string", "%unsupported");
+               in.fail("E-UNSUPPORTED", u32_to_utf8(args[0].str()->chars),
+                       u32_to_utf8(args[1].str()->chars));
+             });
   SG_BUILTIN(in, "SYMBOL-PACKAGE", 1, 1, "unsupported: there are no packages", {
     in.fail("E-UNSUPPORTED", "symbol-package: SexpGPU has modules, not packages");
   });
@@ -904,10 +940,11 @@ void register_core_builtins(Interp& in) {
   SG_BUILTIN(in, "PRINC-TO-STRING", 1, 1, "princ into a string", { return in.make_string_utf8(in.princ(args[0])); });
   SG_BUILTIN(in, "WRITE-TO-STRING", 1, -1, "prin1 into a string (options checked, then ignored)", {
     Value opts[16];
-    in.parse_keys(args, nargs, 1,
-                  {"ARRAY", "BASE", "CASE", "CIRCLE", "ESCAPE", "GENSYM", "LENGTH", "LEVEL", "LINES",
-                   "MISER-WIDTH", "PPRINT-DISPATCH", "PRETTY", "RADIX", "READABLY", "RIGHT-MARGIN"},
-                  opts);
+    in.parse_keys(
+        args, nargs, 1,
+        {"ARRAY", "BASE", "CASE", "CIRCLE", "ESCAPE", "GENSYM", "LENGTH", "LEVEL", "LINES",
+         "MISER-WIDTH", "PPRINT-DISPATCH", "PRETTY", "RADIX", "READABLY", "RIGHT-MARGIN"},
+        opts);
     return in.make_string_utf8(in.prin1(args[0]));
   });
 
@@ -952,17 +989,18 @@ void register_core_builtins(Interp& in) {
     }
     return in.list_from(rows);
   });
-  SG_BUILTIN(in, "%FUNCTION-DOCUMENTATION", 1, 1, "the docstring of a function, or of a symbol's function or macro", {
-    Value f = args[0];
-    if (f.is_symbol()) {
-      const Cell* c = in.fcell(f.sym());
-      if (!c->has_function()) return in.nil();
-      f = c->function;
-    }
-    if (!f.is_function()) in.type_error(f, "a function or a symbol", "documentation");
-    Function* fn = f.fn();
-    return fn->info && fn->info->doc.is_string() ? fn->info->doc : in.nil();
-  });
+  SG_BUILTIN(in, "%FUNCTION-DOCUMENTATION", 1, 1,
+             "the docstring of a function, or of a symbol's function or macro", {
+               Value f = args[0];
+               if (f.is_symbol()) {
+                 const Cell* c = in.fcell(f.sym());
+                 if (!c->has_function()) return in.nil();
+                 f = c->function;
+               }
+               if (!f.is_function()) in.type_error(f, "a function or a symbol", "documentation");
+               Function* fn = f.fn();
+               return fn->info && fn->info->doc.is_string() ? fn->info->doc : in.nil();
+             });
   SG_BUILTIN(in, "CONSTANTP", 1, 2, "is the form a constant", {
     Value f = args[0];
     if (f.is_symbol()) return in.boolean(in.vcell(f.sym())->constant);

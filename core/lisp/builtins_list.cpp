@@ -6,13 +6,14 @@
 //
 // Walks over user lists go through ListWalk, so a circular list is an E-TYPE
 // where SBCL would loop forever; otherwise results and errors follow SBCL.
-#include "lisp/bit_vector.h"
 #include "lisp/builtins_list.h"
 
 #include <algorithm>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include "lisp/bit_vector.h"
 
 namespace sexpgpu::lisp {
 

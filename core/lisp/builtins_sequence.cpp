@@ -9,11 +9,10 @@
 // :start/:end against the length first, so a bad index is E-TYPE before any
 // user function runs, as in SBCL.
 #include <algorithm>
-
 #include <unordered_set>
 
-#include "lisp/builtins_list.h"
 #include "lisp/bit_vector.h"
+#include "lisp/builtins_list.h"
 #include "lisp/sequence.h"
 
 namespace sexpgpu::lisp {
@@ -121,7 +120,9 @@ ResultType result_type(Interp& in, Value spec, const char* op) {
       if (size.is_cons()) size = size.cons()->car;
       bool chars =
           sym_is(elt, "CHARACTER") || sym_is(elt, "BASE-CHAR") || sym_is(elt, "STANDARD-CHAR");
-      return {chars ? RKind::String : sym_is(elt, "BIT") ? RKind::BitVector : RKind::Vector,
+      return {chars                ? RKind::String
+              : sym_is(elt, "BIT") ? RKind::BitVector
+                                   : RKind::Vector,
               size.is_int() ? size.i : -1};
     }
   in.fail("E-TYPE", op_name(op) + ": " + in.show(spec) + " is not a sequence type",
@@ -643,8 +644,8 @@ void register_sequence_builtins(Interp& in) {
   // (setf (subseq seq start [end]) new): replace with new's elements, as CL
   // defines it; the value is new.
   SG_BUILTIN(in, "%SET-SUBSEQ", 3, 4, "(setf subseq)", {
-    Value rargs[6] = {args[0], args[nargs - 1], in.sym_kw("START1"), args[1], in.sym_kw("END1"),
-                      nargs == 4 ? args[2] : in.nil()};
+    Value rargs[6] = {args[0], args[nargs - 1],   in.sym_kw("START1"),
+                      args[1], in.sym_kw("END1"), nargs == 4 ? args[2] : in.nil()};
     replace(in, rargs, 6);
     return args[nargs - 1];
   });

@@ -22,13 +22,24 @@ const struct {
   const char* accessor;
   const char* writer;
 } kSimplePlaces[] = {
-    {"CAR", "%SET-CAR"},     {"FIRST", "%SET-CAR"},    {"CDR", "%SET-CDR"},
-    {"REST", "%SET-CDR"},    {"NTH", "%SET-NTH"},      {"ELT", "%SET-ELT"},
-    {"AREF", "%SET-AREF"},   {"SVREF", "%SET-AREF"},   {"CHAR", "%SET-AREF"},
-    {"SCHAR", "%SET-AREF"},  {"GETHASH", "%PUTHASH"},  {"SYMBOL-VALUE", "%SET-SYMBOL-VALUE"},
-    {"SYMBOL-FUNCTION", "%SET-SYMBOL-FUNCTION"},       {"FDEFINITION", "%SET-SYMBOL-FUNCTION"},
-    {"SYMBOL-PLIST", "%SET-SYMBOL-PLIST"},             {"GET", "%PUT"},
-    {"FILL-POINTER", "%SET-FILL-POINTER"},             {"MACRO-FUNCTION", "%SET-MACRO-FUNCTION"},
+    {"CAR", "%SET-CAR"},
+    {"FIRST", "%SET-CAR"},
+    {"CDR", "%SET-CDR"},
+    {"REST", "%SET-CDR"},
+    {"NTH", "%SET-NTH"},
+    {"ELT", "%SET-ELT"},
+    {"AREF", "%SET-AREF"},
+    {"SVREF", "%SET-AREF"},
+    {"CHAR", "%SET-AREF"},
+    {"SCHAR", "%SET-AREF"},
+    {"GETHASH", "%PUTHASH"},
+    {"SYMBOL-VALUE", "%SET-SYMBOL-VALUE"},
+    {"SYMBOL-FUNCTION", "%SET-SYMBOL-FUNCTION"},
+    {"FDEFINITION", "%SET-SYMBOL-FUNCTION"},
+    {"SYMBOL-PLIST", "%SET-SYMBOL-PLIST"},
+    {"GET", "%PUT"},
+    {"FILL-POINTER", "%SET-FILL-POINTER"},
+    {"MACRO-FUNCTION", "%SET-MACRO-FUNCTION"},
     {"SUBSEQ", "%SET-SUBSEQ"},
 };
 
@@ -141,7 +152,8 @@ Expansion expand(Interp& in, Value place, Env* env, int depth) {
     Value fform = car_of(cdr_of(place));
     if (!fform.is_cons() || !car_of(fform).is_symbol() || car_of(fform).sym() != in.S.function ||
         !car_of(cdr_of(fform)).is_symbol() || !cdr_of(cdr_of(place)).is_cons())
-      in.fail("E-TYPE", "setf: " + in.show(place) + " is not a place: apply needs #'name and arguments");
+      in.fail("E-TYPE",
+              "setf: " + in.show(place) + " is not a place: apply needs #'name and arguments");
     Value fname = car_of(cdr_of(fform));
     std::vector<Value> args;
     for (Value a = cdr_of(cdr_of(place)); a.is_cons(); a = a.cons()->cdr) {
@@ -272,7 +284,8 @@ void register_place_builtins(Interp& in) {
       in.fail("E-TYPE", "setf aref: index " + std::to_string(i) + " is out of bounds for length " +
                             std::to_string(cap));
     if (args[0].is_vector()) {
-      if (!is_bit(args[2]) && is_bit_vector(args[0])) in.type_error(args[2], "a bit (0 or 1)", "setf aref");
+      if (!is_bit(args[2]) && is_bit_vector(args[0]))
+        in.type_error(args[2], "a bit (0 or 1)", "setf aref");
       return args[0].vec()->items[size_t(i)] = args[2];
     }
     args[0].str()->chars[size_t(i)] = in.arg_char(args[2], "setf char");

@@ -3,12 +3,12 @@
 // '(' ')' '\'' '`' ',' '"' ';' '#' are macro characters.
 #include "lisp/reader.h"
 
-#include "lisp/bit_vector.h"
-#include "lisp/chars.h"
-
 #include <charconv>
 #include <cmath>
 #include <cstring>
+
+#include "lisp/bit_vector.h"
+#include "lisp/chars.h"
 
 namespace sexpgpu::lisp {
 
@@ -528,16 +528,15 @@ Value Reader::read_dispatch(size_t start, uint32_t* span_out) {
       int64_t n = label_number(start, arg, '#');
       auto it = labels_.find(n);
       if (it == labels_.end())
-        error(start, "#" + std::string(arg) + "# refers to no label #" + std::string(arg) + "= before it");
+        error(start,
+              "#" + std::string(arg) + "# refers to no label #" + std::string(arg) + "= before it");
       if (it->second.p == nullptr && it->second.kind == Kind::Symbol)
         error(start, "#" + std::string(arg) + "# inside its own #" + std::string(arg) +
                          "= would make circular structure, which is not supported");
       result = it->second;
       break;
     }
-    case '*':
-      result = read_bit_vector(start, arg);
-      break;
+    case '*': result = read_bit_vector(start, arg); break;
     case '.':
       error(start, "#. (read-time evaluation) is not supported: run files cannot evaluate at read time");
     case 'c':
@@ -565,8 +564,10 @@ Value Reader::read_bit_vector(size_t start, std::string_view arg) {
   if (!arg.empty()) {
     size_t n = 0;
     auto r = std::from_chars(arg.data(), arg.data() + arg.size(), n);
-    if (r.ec != std::errc() || n > 1'000'000) error(start, "#" + std::string(arg) + "* is too long");
-    if (bits.size() > n) error(start, "#" + std::string(arg) + "* has more bits than " + std::string(arg));
+    if (r.ec != std::errc() || n > 1'000'000)
+      error(start, "#" + std::string(arg) + "* is too long");
+    if (bits.size() > n)
+      error(start, "#" + std::string(arg) + "* has more bits than " + std::string(arg));
     if (bits.empty() && n > 0) error(start, "#" + std::string(arg) + "* needs at least one bit");
     while (bits.size() < n) bits.push_back(bits.back());
   }

@@ -301,8 +301,9 @@ Value sf_symbol_macrolet(Interp& in, Value form, Env* env) {
   for (Symbol* s : specials)
     for (auto& b : e->b)
       if (b.sym == s)
-        bad_form(in, "symbol-macrolet", "'" + in.show(Interp::symval(s)) +
-                                            "' is a symbol macro here and cannot be declared special");
+        bad_form(in, "symbol-macrolet",
+                 "'" + in.show(Interp::symval(s)) +
+                     "' is a symbol macro here and cannot be declared special");
   add_special_markers(e, specials);
   return in.eval_body(body, e);
 }
@@ -555,9 +556,11 @@ Value sf_eval_when(Interp& in, Value form, Env* env) {
     Value x = s.cons()->car;
     if (!x.is_symbol()) bad_form(in, "eval-when", in.show(x) + " is not a situation");
     const std::string& n = x.sym()->name;
-    if (n == "EXECUTE" || n == "EVAL") execute = true;
+    if (n == "EXECUTE" || n == "EVAL")
+      execute = true;
     else if (n != "COMPILE-TOPLEVEL" && n != "LOAD-TOPLEVEL" && n != "COMPILE" && n != "LOAD")
-      bad_form(in, "eval-when", in.show(x) + " is not a situation (:compile-toplevel, :load-toplevel, :execute)");
+      bad_form(in, "eval-when",
+               in.show(x) + " is not a situation (:compile-toplevel, :load-toplevel, :execute)");
   }
   if (!execute) {
     in.nvals = 1;
