@@ -504,11 +504,14 @@ void collect_type_declarations(Interp& in, Value spec, TypeDecls& out) {
 }
 
 void check_declared_types(Interp& in, Env* frame, const TypeDecls& decls) {
-  for (const auto& [s, type] : decls)
+  for (auto [s, type] : decls) {
+    // (function (args) values) declares a function; typep takes no such type.
+    if (type.is_cons() && is_sym(car_of(type), "FUNCTION")) type = car_of(type);
     for (const Binding& b : frame->b)
       if (b.sym == s && (b.ns == NS::Var || b.ns == NS::SpecialVar) && !typep(in, b.val, type))
         in.fail("E-TYPE", "'" + in.show(Interp::symval(s)) + "' is declared " + in.show(type) +
                               " but is " + in.show(b.val));
+  }
 }
 
 // ---- definitions -------------------------------------------------------------------

@@ -139,7 +139,16 @@ Expansion expand(Interp& in, Value place, Env* env, int depth) {
         e.temps.insert(e.temps.end(), sub.temps.begin(), sub.temps.end());
         e.vals.insert(e.vals.end(), sub.vals.begin(), sub.vals.end());
         e.stores.push_back(sub.stores.empty() ? gensym(in, "NEW") : sub.stores[0]);
-        writers.push_back(sub.writer);
+        // A subplace of several stores ((values b c) inside values) gets the
+        // one value in its first; the others are nil, as in SBCL.
+        Value w = sub.writer;
+        if (sub.stores.size() > 1) {
+          std::vector<Value> rest;
+          for (size_t k = 1; k < sub.stores.size(); ++k)
+            rest.push_back(in.list({sub.stores[k], in.nil()}));
+          w = in.list({in.sym("LET"), in.list_from(rest), w});
+        }
+        writers.push_back(w);
       }
       e.writer = in.list_from(writers);
       e.reader = place;

@@ -316,9 +316,9 @@ def defined_names(parts):
 
 def collect(directory):
     """The cases, and the suite's helpers: {path: names} for the names each
-    file defines, with the names of the support files (those without tests,
-    such as auxiliary/*.lsp) under "" because every case may call them; a
-    test file's own definitions concern its own cases."""
+    file defines, with the names of the support files (auxiliary/*.lsp and
+    the suite's root files, which hold no tests) under "" because every case
+    may call them; any other file's definitions concern its own cases."""
     cases, helpers = [], collections.defaultdict(set)
     for root, _, files in os.walk(directory):
         for f in sorted(files):
@@ -366,7 +366,14 @@ def collect(directory):
                     cases.append(Case(parts[1], operator_of(parts[1]), area, path,
                                       "(flet ((%f () " + parts[2] + ")) (eq (%f) (%f)))",
                                       ["nil"]))
-            helpers["" if len(cases) == ncases else path] |= defined
+            # The support files are those the suite loads before its tests:
+            # auxiliary/ and the files at its root. random/ is the random
+            # tester (loaded by run.lsp, not by the tests), so its definitions,
+            # like a test file's, concern only cases of its own file.
+            rel = os.path.relpath(path, directory)
+            support = len(cases) == ncases and (rel.startswith("auxiliary" + os.sep)
+                                                or os.sep not in rel)
+            helpers["" if support else path] |= defined
     return cases, helpers
 
 

@@ -174,3 +174,9 @@ char-code-limit
 ;;; an object is of the type type-of names
 (macrolet ((%m (&environment env) (typep env (type-of env)))) (%m))
 ;=> t
+;;; nested values places: a subplace's first store takes the value
+(let ((a t) (b t) (c t)) (setf (values a (values b c)) (values 0 1 2)) (list a b c))
+;=> (0 1 nil)
+;;; a function type in a declaration
+(flet ((%f () nil)) (let ((f #'%f)) (declare (type (function () null) f)) (funcall f)))
+;=> nil
