@@ -61,10 +61,11 @@ keywords first, the extended loop (for, with, collect, ...)."
     (do () ((atom *%loop-source*)) (%loop-clause))
     (%loop-build (%loop-mentions forms 'loop-finish))))
 
-;;; Tokens. Clause keywords are matched by name, so :for works as for does.
+;;; Tokens. Clause keywords are matched by name, as CL's loop does (with
+;;; string=), so :for and #:for work as for does.
 
 (defun %loop-canon (tok)
-  (if (keywordp tok) (intern (symbol-name tok)) tok))
+  (if (symbolp tok) (intern (symbol-name tok)) tok))
 
 (defun %loop-is (tok names)
   (and tok (symbolp tok) (member (%loop-canon tok) names)))
@@ -393,6 +394,9 @@ keywords first, the extended loop (for, with, collect, ...)."
   (let ((art (%loop-pop "each or the after being")))
     (unless (%loop-is art '(each the))
       (error "loop: ~s found where each or the was expected after being" art)))
+  (when (%loop-is (car *%loop-source*) '(symbol symbols present-symbol present-symbols
+                                         external-symbol external-symbols))
+    (return-from %loop-for-being (%loop-for-package-symbols var type)))
   (let* ((path (%loop-pop "hash-keys or hash-values"))
          (keys (cond ((%loop-is path '(hash-key hash-keys)) t)
                      ((%loop-is path '(hash-value hash-values)) nil)
@@ -416,6 +420,23 @@ keywords first, the extended loop (for, with, collect, ...)."
                (list (list var `(car ,lv))))
            nil
            (list (list lv `(cdr ,lv)))))))
+
+;; for s being the symbols [of package]: a package's symbols. There are no
+;; packages (language.md), so the loop evaluates the package form, as CL
+;; does before the first iteration, and then stops with E-UNSUPPORTED.
+(defun %loop-for-package-symbols (var type)
+  (let ((path (%loop-pop))
+        (pkg (if (%loop-next-is 'of 'in)
+                 (progn (%loop-pop) (%loop-pop "a package form"))
+                 nil)))
+    (%loop-bind-pattern var type t)
+    (%loop-bind (gensym "LOOP-PACKAGE-")
+                `(%unsupported ,(format nil
+                                        "loop: the ~(~a~) path iterates over a package's symbols, and there are no packages"
+                                        path)
+                               "modules replace packages: see docs/require.md"
+                               ,pkg))
+    (%loop-same (list t nil nil nil))))
 
 (defun %loop-using-var (keys phrase)
   (unless (and (consp phrase) (consp (cdr phrase)) (null (cddr phrase))

@@ -7,17 +7,37 @@
 (defmacro defun (name lambda-list &body body)
   `(progn (%defun ',name (%named-lambda ,name ,lambda-list ,@body)) ',name))
 
+;; The form that records a variable's docstring (if any) for documentation;
+;; written without when, which is defined below.
+(defun %variable-doc-form (name doc)
+  (if doc `((setf (gethash ',name *%variable-documentation*) ,doc)) nil))
+
 (defmacro defvar (name &optional (value nil value-p) doc)
-  (declare (ignore doc))
-  `(progn (%defvar ',name ,value nil ,value-p) ',name))
+  ;; the value form is evaluated only when the variable has no value
+  `(progn
+     ,(if value-p
+          `(if (boundp ',name) (%defvar ',name nil nil nil) (%defvar ',name ,value nil t))
+          `(%defvar ',name nil nil nil))
+     ,@(%variable-doc-form name doc)
+     ',name))
 
 (defmacro defparameter (name value &optional doc)
-  (declare (ignore doc))
-  `(progn (%defvar ',name ,value t t) ',name))
+  `(progn (%defvar ',name ,value t t) ,@(%variable-doc-form name doc) ',name))
 
 (defmacro defconstant (name value &optional doc)
-  (declare (ignore doc))
-  `(progn (%defconstant ',name ,value) ',name))
+  `(progn (%defconstant ',name ,value) ,@(%variable-doc-form name doc) ',name))
+
+;; Docstrings of variables, for documentation (a function's is in the function).
+(defvar *%variable-documentation* (make-hash-table :test 'eq))
+
+(defun documentation (x doc-type)
+  "The docstring of X: a function's or macro's (doc-type function or t), a variable's (variable); nil if none."
+  (cond ((eq doc-type 'variable) (values (gethash x *%variable-documentation*)))
+        ((functionp x) (%function-documentation x))
+        ((not (member doc-type '(function t))) nil)
+        ((symbolp x) (%function-documentation x))
+        ((and (consp x) (eq (car x) 'setf) (fboundp x)) (%function-documentation (fdefinition x)))
+        (t nil)))
 
 (defmacro declaim (&rest specs)
   `(progn ,@(mapcar (lambda (s) `(proclaim ',s)) specs) nil))
@@ -73,7 +93,9 @@
                                      clauses))))
     `(let ((,k ,key))
        (case ,k
-         ,@clauses
+         ;; t and otherwise are keys here: ecase has no otherwise clause
+         ,@(mapcar (lambda (c) (if (member (car c) '(t otherwise)) (cons (list (car c)) (cdr c)) c))
+                   clauses)
          (otherwise
           (error 'type-error :format-control "~s fell through an ecase expecting one of ~s"
                  :format-arguments (list ,k ',all)))))))
@@ -124,25 +146,47 @@
         ((cddr pairs) `(progn ,@(loop-pairs pairs (lambda (p v) `(setf ,p ,v)))))
         ((symbolp (car pairs)) `(setq ,(car pairs) ,(cadr pairs)))
         (t (multiple-value-bind (temps vals stores writer) (get-setf-expansion (car pairs) env)
-             `(let* (,@(mapcar #'list temps vals) (,(car stores) ,(cadr pairs)))
-                ,writer)))))
+             (if (and stores (null (cdr stores)))
+                 `(let* (,@(mapcar #'list temps vals) (,(car stores) ,(cadr pairs)))
+                    ,writer)
+                 ;; (setf (values a b) form): one store per value
+                 `(let* ,(mapcar #'list temps vals)
+                    (multiple-value-bind ,stores ,(cadr pairs) ,writer)))))))
 
 (defun loop-pairs (pairs fn)
   (if (null pairs) nil (cons (funcall fn (car pairs) (cadr pairs)) (loop-pairs (cddr pairs) fn))))
 
-(defmacro psetq (&rest pairs)
-  (let ((gs (loop-pairs pairs (lambda (p v) (declare (ignore p v)) (gensym)))))
-    `(let ,(mapcar #'list gs (loop-pairs pairs (lambda (p v) (declare (ignore p)) v)))
-       (setq ,@(apply #'append
-                      (mapcar #'list (loop-pairs pairs (lambda (p v) (declare (ignore v)) p)) gs)))
-       nil)))
+(defmacro psetq (&rest pairs &environment env)
+  (loop-pairs pairs (lambda (p v)
+                      (declare (ignore v))
+                      (unless (symbolp p) (error "psetq: ~s is not a variable" p))))
+  (%psetf-expand pairs env))
 
-(defmacro psetf (&rest pairs)
-  (let ((gs (loop-pairs pairs (lambda (p v) (declare (ignore p v)) (gensym)))))
-    `(let ,(mapcar #'list gs (loop-pairs pairs (lambda (p v) (declare (ignore p)) v)))
-       (setf ,@(apply #'append
-                      (mapcar #'list (loop-pairs pairs (lambda (p v) (declare (ignore v)) p)) gs)))
-       nil)))
+(defmacro psetf (&rest pairs &environment env)
+  (%psetf-expand pairs env))
+
+;; Each pair in order: the place's subforms, then its value (bound to the
+;; stores); the places are written after every value was computed.
+;; (No do here: do steps with psetq.)
+(defun %psetf-expand (pairs env)
+  (when (oddp (length pairs)) (error "psetf: odd number of arguments"))
+  (let ((bindings nil) (writers nil) (multi nil))
+    (loop-pairs
+     pairs
+     (lambda (place value)
+       (multiple-value-bind (temps vals stores writer) (get-setf-expansion place env)
+         (dolist (b (mapcar #'list temps vals)) (push b bindings))
+         (if (and stores (null (cdr stores)))
+             (push (list (car stores) value) bindings)
+             (let ((g (gensym "VALUES")))
+               (push (list g `(multiple-value-list ,value)) bindings)
+               (push (cons g stores) multi)))
+         (push writer writers))))
+    (let ((body `(progn ,@(reverse writers) nil)))
+      (dolist (m multi)
+        (setq body `(destructuring-bind (&optional ,@(cdr m) &rest ,(gensym "REST")) ,(car m)
+                      ,body)))
+      (if bindings `(let* ,(reverse bindings) ,body) body))))
 
 ;; Read-modify-write on a place, evaluating its subforms once.
 (defun %modify-place (place fn env)
@@ -151,14 +195,20 @@
        ,writer)))
 
 (defmacro incf (place &optional (delta 1) &environment env)
-  (if (symbolp place)
-      `(setq ,place (+ ,place ,delta))
-      (%modify-place place (lambda (r) `(+ ,r ,delta)) env)))
+  (%step-variable-or-place '+ place delta env))
 
 (defmacro decf (place &optional (delta 1) &environment env)
-  (if (symbolp place)
-      `(setq ,place (- ,place ,delta))
-      (%modify-place place (lambda (r) `(- ,r ,delta)) env)))
+  (%step-variable-or-place '- place delta env))
+
+;; A variable is read after the delta form, as SBCL does ((incf x (setf x
+;; 1)) from 0 gives 2); an atom delta needs no temporary.
+(defun %step-variable-or-place (op place delta env)
+  (cond ((not (symbolp place)) (%modify-place place (lambda (r) `(,op ,r ,delta)) env))
+        ((nth-value 1 (macroexpand-1 place env))
+         (%modify-place place (lambda (r) `(,op ,r ,delta)) env))
+        ((atom delta) `(setq ,place (,op ,place ,delta)))
+        (t (let ((d (gensym "DELTA")))
+             `(let ((,d ,delta)) (setq ,place (,op ,place ,d)))))))
 
 (defmacro push (item place &environment env)
   (if (symbolp place)
@@ -245,6 +295,7 @@
             end)
            (let ((,var nil))
              (declare (ignorable ,var))
+             ,@decls
              ,result))))))
 
 (defmacro dotimes ((var count &optional result) &body body)
@@ -298,11 +349,16 @@
 (defmacro multiple-value-list (form)
   `(multiple-value-call #'list ,form))
 
-(defmacro multiple-value-setq (vars form)
-  (let ((gs (mapcar (lambda (v) (declare (ignore v)) (gensym)) vars)))
-    `(multiple-value-bind ,gs ,form
-       (setq ,@(apply #'append (mapcar #'list vars gs)))
-       ,(car gs))))
+(defmacro multiple-value-setq (vars form &environment env)
+  (dolist (v vars) (unless (symbolp v) (error "multiple-value-setq: ~s is not a variable" v)))
+  (cond ((null vars) `(values ,form))
+        ((some (lambda (v) (nth-value 1 (macroexpand-1 v env))) vars)
+         ;; a symbol macro is a place: CL defines this as setf of values
+         `(values (setf (values ,@vars) ,form)))
+        (t (let ((gs (mapcar (lambda (v) (declare (ignore v)) (gensym)) vars)))
+             `(multiple-value-bind ,gs ,form
+                (setq ,@(apply #'append (mapcar #'list vars gs)))
+                ,(car gs))))))
 
 (defmacro nth-value (n form)
   `(nth ,n (multiple-value-list ,form)))

@@ -267,6 +267,8 @@ void register_conversions(Interp& in) {
 }  // namespace
 
 void register_char_builtins(Interp& in) {
+  // The codes code-char accepts: 0 to #x10FFFF, every Unicode code point (SBCL's).
+  in.defconstant("CHAR-CODE-LIMIT", Value::integer(0x110000));
   register_comparisons(in);
   register_classes(in);
   register_conversions(in);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "lisp/bit_vector.h"
 #include "lisp/builtins.h"
 #include "lisp/chars.h"
 #include "lisp/modules.h"
@@ -33,6 +34,14 @@ bool equal(Value a, Value b) {
       case Kind::String: {
         String *x = a.str(), *y = b.str();
         return x->size() == y->size() && std::equal(x->chars.begin(), x->chars.begin() + long(x->size()), y->chars.begin());
+      }
+      case Kind::Vector: {  // equal compares bit vectors by their bits, as strings
+        if (!is_bit_vector(a) || !is_bit_vector(b)) return false;
+        Vector *x = a.vec(), *y = b.vec();
+        if (x->size() != y->size()) return false;
+        for (size_t i = 0; i < x->size(); ++i)
+          if (x->items[i].i != y->items[i].i) return false;
+        return true;
       }
       default:
         return false;
@@ -162,6 +171,32 @@ bool condition_typep(Interp& in, Value cond, Value type) {
   return condition_subtype(ctype, type.sym()->name);
 }
 
+// Whether an array element type upgrades to bit (a bit vector's).
+static bool bit_element_type(Value elem) {
+  if (is_sym(elem, "BIT")) return true;
+  if (!elem.is_cons() || !car_of(elem).is_symbol()) return false;
+  const std::string& n = car_of(elem).sym()->name;
+  Value a = car_of(cdr_of(elem)), b = car_of(cdr_of(cdr_of(elem)));
+  return (n == "UNSIGNED-BYTE" && a.is_int() && a.i == 1) ||
+         (n == "MOD" && a.is_int() && a.i == 2) ||
+         (n == "INTEGER" && a.is_int() && a.i == 0 && b.is_int() && b.i == 1);
+}
+
+// Whether an array element type upgrades to character (a string's).
+static bool character_type(Value elem) {
+  if (elem.is_symbol()) {
+    const std::string& n = elem.sym()->name;
+    return n == "CHARACTER" || n == "BASE-CHAR" || n == "STANDARD-CHAR" || n == "EXTENDED-CHAR";
+  }
+  if (elem.is_cons() && car_of(elem).is_symbol() &&
+      (car_of(elem).sym()->name == "MEMBER" || car_of(elem).sym()->name == "EQL")) {
+    for (Value m = cdr_of(elem); m.is_cons(); m = m.cons()->cdr)
+      if (!m.cons()->car.is_char()) return false;
+    return cdr_of(elem).is_cons();
+  }
+  return false;
+}
+
 bool typep(Interp& in, Value v, Value type) {
   if (type.is_symbol()) {
     Symbol* s = type.sym();
@@ -177,7 +212,9 @@ bool typep(Interp& in, Value v, Value type) {
       case 'B':
         if (n == "BOOLEAN") return v.is_symbol() && (v.sym() == in.NIL || v.sym() == in.T);
         if (n == "BIT") return v.is_int() && (v.i == 0 || v.i == 1);
+        if (n == "BIT-VECTOR") return is_bit_vector(v);
         if (n == "BASE-CHAR") return v.is_char() && v.ch < 128;
+        if (n == "BASE-STRING") return v.is_string();
         break;
       case 'C':
         if (n == "CONS") return v.is_cons();
@@ -220,10 +257,18 @@ bool typep(Interp& in, Value v, Value type) {
         break;
       case 'S':
         if (n == "SYMBOL") return v.is_symbol();
-        if (n == "STRING" || n == "SIMPLE-STRING" || n == "BASE-STRING") return v.is_string();
+        if (n == "STRING") return v.is_string();
+        if (n == "SIMPLE-ARRAY")
+          return v.is_string() ? v.str()->fill_pointer < 0 && !v.str()->adjustable
+                               : v.is_vector() && v.vec()->fill_pointer < 0 && !v.vec()->adjustable;
+        if (n == "SIMPLE-STRING" || n == "SIMPLE-BASE-STRING")
+          return v.is_string() && v.str()->fill_pointer < 0 && !v.str()->adjustable;
         if (n == "SEQUENCE") return v.is_list() || v.is_vector() || v.is_string();
         if (n == "SIMPLE-VECTOR")
-          return v.is_vector() && v.vec()->fill_pointer < 0 && !v.vec()->adjustable;
+          return v.is_vector() && v.vec()->fill_pointer < 0 && !v.vec()->adjustable &&
+                 !is_bit_vector(v);
+        if (n == "SIMPLE-BIT-VECTOR")
+          return is_bit_vector(v) && v.vec()->fill_pointer < 0 && !v.vec()->adjustable;
         if (n == "SINGLE-FLOAT" || n == "SHORT-FLOAT") return v.is_float();
         if (n == "STANDARD-CHAR")
           return v.is_char() && ((v.ch >= 32 && v.ch < 127) || v.ch == '\n');
@@ -241,6 +286,9 @@ bool typep(Interp& in, Value v, Value type) {
         break;
     }
     if (condition_subtype(n, "CONDITION") || n == "CONDITION") return false;
+    // An object without printed syntax is of the type type-of names (an
+    // environment, for one).
+    if (v.kind == Kind::Foreign && n == v.foreign()->type_name()) return true;
     in.fail("E-TYPE", "unknown type specifier " + in.show(type));
   }
   if (type.is_cons() && car_of(type).is_symbol()) {
@@ -288,37 +336,95 @@ bool typep(Interp& in, Value v, Value type) {
       if (cdr_of(args).is_cons() && !is_sym(d, "*") && !typep(in, v.cons()->cdr, d)) return false;
       return true;
     }
-    if (op == "STRING" || op == "SIMPLE-STRING" || op == "VECTOR" || op == "SIMPLE-VECTOR" ||
-        op == "ARRAY" || op == "SIMPLE-ARRAY") {
-      Value base = Interp::symval(car_of(type).sym());
-      if (op == "SIMPLE-ARRAY" || op == "ARRAY") base = in.sym("VECTOR");
-      if (!typep(in, v, base)) return false;
-      // The size: (string n), (simple-vector n), (vector type n), (array type (n)).
-      bool size_first = op == "STRING" || op == "SIMPLE-STRING" || op == "SIMPLE-VECTOR";
-      Value size = size_first ? car_of(args) : car_of(cdr_of(args));
-      if (size.is_cons()) size = car_of(size);
-      if (!(size_first ? args : cdr_of(args)).is_cons() || !size.is_int()) return true;
+    if (op == "STRING" || op == "SIMPLE-STRING" || op == "BASE-STRING" ||
+        op == "SIMPLE-BASE-STRING" || op == "VECTOR" || op == "SIMPLE-VECTOR" || op == "ARRAY" ||
+        op == "SIMPLE-ARRAY" || op == "BIT-VECTOR" || op == "SIMPLE-BIT-VECTOR") {
+      bool simple = op.compare(0, 7, "SIMPLE-") == 0;
+      if (!v.is_vector() && !v.is_string()) return false;
+      if (simple && (v.is_string() ? v.str()->fill_pointer >= 0 || v.str()->adjustable
+                                   : v.vec()->fill_pointer >= 0 || v.vec()->adjustable))
+        return false;
+      bool bits = op.find("BIT-VECTOR") != std::string::npos;
+      bool size_first = op.find("STRING") != std::string::npos || op == "SIMPLE-VECTOR" || bits;
+      if (bits ? !is_bit_vector(v) : size_first && op != "SIMPLE-VECTOR" && !v.is_string())
+        return false;
+      if (op == "SIMPLE-VECTOR" && (!v.is_vector() || is_bit_vector(v))) return false;
+      if (!size_first && args.is_cons() && !is_sym(car_of(args), "*")) {
+        // The element type, as arrays upgrade it: strings hold characters,
+        // other vectors hold anything (t); no array here specialises more.
+        Value elem = car_of(args);
+        if (character_type(elem)     ? !v.is_string()
+            : bit_element_type(elem) ? !is_bit_vector(v)
+                                     : !is_sym(elem, "T") || !v.is_vector() || is_bit_vector(v))
+          return false;
+      }
+      // The size: (string n), (simple-vector n), (vector type n); an array's
+      // dimensions (array type (n)) or rank (array type 1).
+      Value dims = size_first ? args : cdr_of(args);
+      if (!dims.is_cons() || is_sym(car_of(dims), "*")) return true;
+      Value size = car_of(dims);
       size_t length = v.is_string() ? v.str()->size() : v.vec()->size();
-      return int64_t(length) == size.i;
+      if (op == "ARRAY" || op == "SIMPLE-ARRAY") {
+        if (size.is_int()) return size.i == 1;
+        if (!size.is_cons() || !cdr_of(size).is_nil()) return false;
+        size = car_of(size);
+        if (is_sym(size, "*")) return true;
+      }
+      return size.is_int() && int64_t(length) == size.i;
     }
-    if (op == "VALUES") return true;
+    if (op == "VALUES")
+      in.fail("E-TYPE", "typep: " + in.show(type) +
+                            ": a values type describes the values of a form (the), not an object");
   }
+
   in.fail("E-TYPE", "unknown type specifier " + in.show(type));
 }
 
 // The standard atomic types of language.md as a DAG (child, parent).
 static const char* kTypeParents[][2] = {
-    {"BIT", "FIXNUM"},          {"BIT", "UNSIGNED-BYTE"},      {"FIXNUM", "INTEGER"},
-    {"UNSIGNED-BYTE", "INTEGER"}, {"SIGNED-BYTE", "INTEGER"},  {"INTEGER", "RATIONAL"},
-    {"RATIONAL", "REAL"},       {"DOUBLE-FLOAT", "FLOAT"},     {"SINGLE-FLOAT", "FLOAT"},
-    {"FLOAT", "REAL"},          {"REAL", "NUMBER"},            {"NUMBER", "ATOM"},
-    {"NULL", "SYMBOL"},         {"NULL", "LIST"},              {"BOOLEAN", "SYMBOL"},
-    {"NULL", "BOOLEAN"},        {"KEYWORD", "SYMBOL"},         {"SYMBOL", "ATOM"},
-    {"CONS", "LIST"},           {"LIST", "SEQUENCE"},          {"SIMPLE-STRING", "STRING"},
-    {"STRING", "VECTOR"},       {"SIMPLE-VECTOR", "VECTOR"},   {"VECTOR", "ARRAY"},
-    {"VECTOR", "SEQUENCE"},     {"ARRAY", "ATOM"},             {"STANDARD-CHAR", "BASE-CHAR"},
-    {"BASE-CHAR", "CHARACTER"}, {"EXTENDED-CHAR", "CHARACTER"}, {"CHARACTER", "ATOM"},         {"HASH-TABLE", "ATOM"},
-    {"COMPILED-FUNCTION", "FUNCTION"}, {"FUNCTION", "ATOM"},   {"SEQUENCE", "T"},
+    {"BIT", "FIXNUM"},
+    {"BIT", "UNSIGNED-BYTE"},
+    {"FIXNUM", "INTEGER"},
+    {"UNSIGNED-BYTE", "INTEGER"},
+    {"SIGNED-BYTE", "INTEGER"},
+    {"INTEGER", "RATIONAL"},
+    {"RATIONAL", "REAL"},
+    {"DOUBLE-FLOAT", "FLOAT"},
+    {"SINGLE-FLOAT", "FLOAT"},
+    {"FLOAT", "REAL"},
+    {"REAL", "NUMBER"},
+    {"NUMBER", "ATOM"},
+    {"NULL", "SYMBOL"},
+    {"NULL", "LIST"},
+    {"BOOLEAN", "SYMBOL"},
+    {"NULL", "BOOLEAN"},
+    {"KEYWORD", "SYMBOL"},
+    {"SYMBOL", "ATOM"},
+    {"CONS", "LIST"},
+    {"LIST", "SEQUENCE"},
+    {"SIMPLE-STRING", "STRING"},
+    {"BASE-STRING", "STRING"},
+    {"SIMPLE-BASE-STRING", "BASE-STRING"},
+    {"SIMPLE-BASE-STRING", "SIMPLE-STRING"},
+    {"SIMPLE-STRING", "SIMPLE-ARRAY"},
+    {"SIMPLE-VECTOR", "SIMPLE-ARRAY"},
+    {"SIMPLE-ARRAY", "ARRAY"},
+    {"BIT-VECTOR", "VECTOR"},
+    {"SIMPLE-BIT-VECTOR", "BIT-VECTOR"},
+    {"SIMPLE-BIT-VECTOR", "SIMPLE-ARRAY"},
+    {"STRING", "VECTOR"},
+    {"SIMPLE-VECTOR", "VECTOR"},
+    {"VECTOR", "ARRAY"},
+    {"VECTOR", "SEQUENCE"},
+    {"ARRAY", "ATOM"},
+    {"STANDARD-CHAR", "BASE-CHAR"},
+    {"BASE-CHAR", "CHARACTER"},
+    {"EXTENDED-CHAR", "CHARACTER"},
+    {"CHARACTER", "ATOM"},
+    {"HASH-TABLE", "ATOM"},
+    {"COMPILED-FUNCTION", "FUNCTION"},
+    {"FUNCTION", "ATOM"},
+    {"SEQUENCE", "T"},
     {"ATOM", "T"},
 };
 
@@ -360,6 +466,12 @@ static Value type_of(Interp& in, Value v) {
       return in.list({in.sym("SIMPLE-ARRAY"), in.sym("CHARACTER"),
                       in.list({Value::integer(int64_t(v.str()->size()))})});
     case Kind::Vector:
+      if (is_bit_vector(v)) {
+        if (v.vec()->fill_pointer >= 0 || v.vec()->adjustable)
+          return in.list(
+              {in.sym("VECTOR"), in.sym("BIT"), Value::integer(int64_t(v.vec()->items.size()))});
+        return in.list({in.sym("SIMPLE-BIT-VECTOR"), Value::integer(int64_t(v.vec()->size()))});
+      }
       if (v.vec()->fill_pointer >= 0 || v.vec()->adjustable)
         return in.list({in.sym("VECTOR"), in.sym("T"), Value::integer(int64_t(v.vec()->items.size()))});
       return in.list({in.sym("SIMPLE-VECTOR"), Value::integer(int64_t(v.vec()->size()))});
@@ -392,11 +504,14 @@ void collect_type_declarations(Interp& in, Value spec, TypeDecls& out) {
 }
 
 void check_declared_types(Interp& in, Env* frame, const TypeDecls& decls) {
-  for (const auto& [s, type] : decls)
+  for (auto [s, type] : decls) {
+    // (function (args) values) declares a function; typep takes no such type.
+    if (type.is_cons() && is_sym(car_of(type), "FUNCTION")) type = car_of(type);
     for (const Binding& b : frame->b)
       if (b.sym == s && (b.ns == NS::Var || b.ns == NS::SpecialVar) && !typep(in, b.val, type))
         in.fail("E-TYPE", "'" + in.show(Interp::symval(s)) + "' is declared " + in.show(type) +
                               " but is " + in.show(b.val));
+  }
 }
 
 // ---- definitions -------------------------------------------------------------------
@@ -608,7 +723,13 @@ void register_core_builtins(Interp& in) {
   SG_BUILTIN(in, "BOUNDP", 1, 1, "does the symbol have a global value",
              { return in.boolean(in.vcell(in.arg_symbol(args[0], "boundp"))->has_value); });
   SG_BUILTIN(in, "FBOUNDP", 1, 1, "does the name have a function, macro or special form", {
-    if (args[0].is_cons()) return in.boolean(!in.setf_function(car_of(cdr_of(args[0])).sym()).is_nil());
+    if (args[0].is_cons()) {  // exactly (setf symbol)
+      Value x = args[0];
+      if (!is_sym(car_of(x), "SETF") || !cdr_of(x).is_cons() || !car_of(cdr_of(x)).is_symbol() ||
+          !cdr_of(cdr_of(x)).is_nil())
+        in.type_error(x, "a function name (a symbol or (setf symbol))", "fboundp");
+      return in.boolean(!in.setf_function(car_of(cdr_of(x)).sym()).is_nil());
+    }
     Symbol* s = in.arg_symbol(args[0], "fboundp");
     return in.boolean(in.fcell(s)->has_function() || s->special_form >= 0);
   });
@@ -672,6 +793,15 @@ void register_core_builtins(Interp& in) {
       if (!s->cell.has_value && !s->cell.has_function()) return Interp::symval(s);
     }
   });
+  SG_BUILTIN(in, "%UNSUPPORTED", 2, -1,
+             "E-UNSUPPORTED with a message and a fix (the prelude's refusals; the other arguments "
+             "are evaluated and ignored)",
+             {
+               if (!args[0].is_string() || !args[1].is_string())
+                 in.type_error(args[0], "a message string and a fix string", "%unsupported");
+               in.fail("E-UNSUPPORTED", u32_to_utf8(args[0].str()->chars),
+                       u32_to_utf8(args[1].str()->chars));
+             });
   SG_BUILTIN(in, "SYMBOL-PACKAGE", 1, 1, "unsupported: there are no packages", {
     in.fail("E-UNSUPPORTED", "symbol-package: SexpGPU has modules, not packages");
   });
@@ -737,6 +867,12 @@ void register_core_builtins(Interp& in) {
     return in.nil();
   });
   SG_BUILTIN(in, "WARN", 1, -1, "report W-USER with a format message; returns nil", {
+    // A condition type or object must be a warning's, as in CL.
+    if (args[0].is_symbol() && !condition_subtype(args[0].sym()->name, "WARNING"))
+      in.type_error(args[0], "a warning type, a warning or a format control", "warn");
+    if (args[0].kind == Kind::Condition &&
+        !condition_subtype(args[0].cond()->type.sym()->name, "WARNING"))
+      in.type_error(args[0], "a warning type, a warning or a format control", "warn");
     in.warn("W-USER", format_message(in, args, nargs));
     return in.nil();
   });
@@ -817,8 +953,15 @@ void register_core_builtins(Interp& in) {
   });
   SG_BUILTIN(in, "PRIN1-TO-STRING", 1, 1, "prin1 into a string", { return in.make_string_utf8(in.prin1(args[0])); });
   SG_BUILTIN(in, "PRINC-TO-STRING", 1, 1, "princ into a string", { return in.make_string_utf8(in.princ(args[0])); });
-  SG_BUILTIN(in, "WRITE-TO-STRING", 1, -1, "prin1 into a string (options ignored)",
-             { return in.make_string_utf8(in.prin1(args[0])); });
+  SG_BUILTIN(in, "WRITE-TO-STRING", 1, -1, "prin1 into a string (options checked, then ignored)", {
+    Value opts[16];
+    in.parse_keys(
+        args, nargs, 1,
+        {"ARRAY", "BASE", "CASE", "CIRCLE", "ESCAPE", "GENSYM", "LENGTH", "LEVEL", "LINES",
+         "MISER-WIDTH", "PPRINT-DISPATCH", "PRETTY", "RADIX", "READABLY", "RIGHT-MARGIN"},
+        opts);
+    return in.make_string_utf8(in.prin1(args[0]));
+  });
 
   SG_BUILTIN(in, "MACROEXPAND-1", 1, 2, "expand a macro call once; second value t if expanded", {
     bool e = false;
@@ -861,6 +1004,18 @@ void register_core_builtins(Interp& in) {
     }
     return in.list_from(rows);
   });
+  SG_BUILTIN(in, "%FUNCTION-DOCUMENTATION", 1, 1,
+             "the docstring of a function, or of a symbol's function or macro", {
+               Value f = args[0];
+               if (f.is_symbol()) {
+                 const Cell* c = in.fcell(f.sym());
+                 if (!c->has_function()) return in.nil();
+                 f = c->function;
+               }
+               if (!f.is_function()) in.type_error(f, "a function or a symbol", "documentation");
+               Function* fn = f.fn();
+               return fn->info && fn->info->doc.is_string() ? fn->info->doc : in.nil();
+             });
   SG_BUILTIN(in, "CONSTANTP", 1, 2, "is the form a constant", {
     Value f = args[0];
     if (f.is_symbol()) return in.boolean(in.vcell(f.sym())->constant);

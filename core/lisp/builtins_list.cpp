@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "lisp/bit_vector.h"
+
 namespace sexpgpu::lisp {
 
 std::vector<Cons*> list_conses(Interp& in, Value list, const char* where) {
@@ -258,7 +260,9 @@ Value reverse(Interp& in, Value s, bool destructive) {
       std::reverse(v->items.begin(), end);
       return s;
     }
-    return in.make_vector(std::vector<Value>(std::make_reverse_iterator(end), v->items.rend()));
+    std::vector<Value> items(std::make_reverse_iterator(end), v->items.rend());
+    return is_bit_vector(s) ? make_bit_vector(in, std::move(items), where)
+                            : in.make_vector(std::move(items));
   }
   if (s.is_string()) {
     String* str = s.str();

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "lisp/bit_vector.h"
 #include "lisp/builtins.h"
 #include "lisp/chars.h"
 #include "lisp/numbers.h"
@@ -313,7 +314,7 @@ static Value to_string(Interp& in, Value x, Value type) {
 
 // A vector of element type t. `simple`: no fill pointer.
 static Value to_general_vector(Interp& in, Value x, Value type, bool simple) {
-  if (x.is_vector() && (!simple || x.vec()->fill_pointer < 0)) return x;
+  if (x.is_vector() && !is_bit_vector(x) && (!simple || x.vec()->fill_pointer < 0)) return x;
   return in.make_vector(sequence_items(in, x, type));
 }
 
@@ -331,6 +332,11 @@ static Value to_function(Interp& in, Value x) {
   return in.resolve_function(x);
 }
 
+static Value to_bit_vector(Interp& in, Value x, Value type) {
+  if (is_bit_vector(x)) return x;
+  return make_bit_vector(in, sequence_items(in, x, type), "coerce");
+}
+
 // A compound array type ((vector E), (simple-array E (*)), ...) by element type.
 static Value to_array_type(Interp& in, Value x, Value type) {
   Value elem = car_of(cdr_of(type));
@@ -341,6 +347,7 @@ static Value to_array_type(Interp& in, Value x, Value type) {
     return in.make_vector(sequence_items(in, x, type));
   }
   if (named(elem, "T")) return to_general_vector(in, x, type, simple);
+  if (named(elem, "BIT")) return to_bit_vector(in, x, type);
   in.fail("E-UNSUPPORTED", "coerce: arrays of element type " + in.show(elem) + " are not supported",
           "use element type t or character");
 }
@@ -362,12 +369,22 @@ static Value coerce_value(Interp& in, Value x, Value type) {
   if (is_any(type, {"STRING", "SIMPLE-STRING", "BASE-STRING", "SIMPLE-BASE-STRING"}))
     return to_string(in, x, type);
   if (named(type, "SIMPLE-VECTOR")) return to_general_vector(in, x, type, true);
+  if (is_any(type, {"BIT-VECTOR", "SIMPLE-BIT-VECTOR"})) return to_bit_vector(in, x, type);
+  if (is_any(head, {"BIT-VECTOR", "SIMPLE-BIT-VECTOR"}) && type.is_cons()) {
+    Value r = to_bit_vector(in, x, type);
+    if (!typep(in, r, type)) in.type_error(x, "coercible to " + in.show(type), "coerce");
+    return r;
+  }
   if (named(type, "VECTOR")) {
     if (x.is_vector() || x.is_string()) return x;
     return in.make_vector(sequence_items(in, x, type));
   }
-  if (is_any(head, {"VECTOR", "ARRAY", "SIMPLE-ARRAY"}) && type.is_cons())
-    return to_array_type(in, x, type);
+  if (is_any(head, {"VECTOR", "ARRAY", "SIMPLE-ARRAY"}) && type.is_cons()) {
+    Value r = to_array_type(in, x, type);
+    // A length the type names must be the sequence's ((vector * 2)).
+    if (!typep(in, r, type)) in.type_error(x, "coercible to " + in.show(type), "coerce");
+    return r;
+  }
   // Everything else, including SBCL's refusal to make an 'array of a list:
   // the object must already be of the type.
   if (typep(in, x, type)) return x;

@@ -214,10 +214,10 @@ Value make_sequence(Interp& in, Value* args, int nargs) {
   if (!args[1].is_int() || args[1].i < 0)
     in.type_error(args[1], "a non-negative integer size", "make-sequence");
   in.check_alloc(uint64_t(args[1].i), sizeof(Value), "make-sequence");
-  Value fill = present[0]                 ? o[0]
-               : rt.kind == RKind::String ? Value::character(0)
-               : rt.kind == RKind::Vector ? Value::integer(0)
-                                          : in.nil();
+  Value fill = present[0]                                                ? o[0]
+               : rt.kind == RKind::String                                ? Value::character(0)
+               : rt.kind == RKind::Vector || rt.kind == RKind::BitVector ? Value::integer(0)
+                                                                         : in.nil();
   if (rt.kind == RKind::None) in.fail("E-TYPE", "make-sequence: nil is not a sequence type");
   return build(in, rt, std::vector<Value>(size_t(args[1].i), fill), "make-sequence");
 }

@@ -9,9 +9,9 @@
 // :start/:end against the length first, so a bad index is E-TYPE before any
 // user function runs, as in SBCL.
 #include <algorithm>
-
 #include <unordered_set>
 
+#include "lisp/bit_vector.h"
 #include "lisp/builtins_list.h"
 #include "lisp/sequence.h"
 
@@ -83,6 +83,7 @@ static Value make_string_from(Interp& in, const std::vector<Value>& xs, const ch
 }
 
 Value make_like(Interp& in, Value proto, const std::vector<Value>& xs, const char* op) {
+  if (is_bit_vector(proto)) return make_bit_vector(in, xs, op);
   if (proto.is_vector()) return in.make_vector(xs);
   if (proto.is_string()) return make_string_from(in, xs, op);
   return in.list_from(xs);
@@ -105,6 +106,10 @@ ResultType result_type(Interp& in, Value spec, const char* op) {
       Value size = car_of(cdr_of(spec));
       return {RKind::String, spec.is_cons() && size.is_int() ? size.i : -1};
     }
+  if (sym_is(head, "BIT-VECTOR") || sym_is(head, "SIMPLE-BIT-VECTOR")) {
+    Value size = car_of(cdr_of(spec));
+    return {RKind::BitVector, spec.is_cons() && size.is_int() ? size.i : -1};
+  }
   for (const char* n : kVectors)
     if (sym_is(head, n)) {
       if (!spec.is_cons()) return {RKind::Vector};
@@ -115,7 +120,10 @@ ResultType result_type(Interp& in, Value spec, const char* op) {
       if (size.is_cons()) size = size.cons()->car;
       bool chars =
           sym_is(elt, "CHARACTER") || sym_is(elt, "BASE-CHAR") || sym_is(elt, "STANDARD-CHAR");
-      return {chars ? RKind::String : RKind::Vector, size.is_int() ? size.i : -1};
+      return {chars                ? RKind::String
+              : sym_is(elt, "BIT") ? RKind::BitVector
+                                   : RKind::Vector,
+              size.is_int() ? size.i : -1};
     }
   in.fail("E-TYPE", op_name(op) + ": " + in.show(spec) + " is not a sequence type",
           "use list, vector, simple-vector or string");
@@ -130,6 +138,7 @@ Value build(Interp& in, const ResultType& t, const std::vector<Value>& xs, const
     case RKind::List: return in.list_from(xs);
     case RKind::Vector: return in.make_vector(xs);
     case RKind::String: return make_string_from(in, xs, op);
+    case RKind::BitVector: return make_bit_vector(in, xs, op);
   }
   return in.nil();
 }
@@ -165,7 +174,9 @@ Value subseq(Interp& in, Value seq, Value start, Value end) {
   if (seq.is_vector()) {
     Bounds b = bounds(in, start, end, seq.vec()->size(), "subseq");
     auto& it = seq.vec()->items;
-    return in.make_vector(std::vector<Value>(it.begin() + long(b.start), it.begin() + long(b.end)));
+    std::vector<Value> part(it.begin() + long(b.start), it.begin() + long(b.end));
+    return is_bit_vector(seq) ? make_bit_vector(in, std::move(part), "subseq")
+                              : in.make_vector(std::move(part));
   }
   Seq s = seq_of(in, seq, "subseq");
   Bounds b = bounds(in, start, end, s.n, "subseq");
@@ -359,6 +370,7 @@ Value remove_like(Interp& in, Value* args, int nargs, Mode mode, bool destructiv
 // Store v at index i of a sequence read through `s` (lists: the i-th cons).
 void store(Interp& in, const Seq& s, size_t i, Value v, Value* cons_cursor, const char* op) {
   if (s.v.is_vector()) {
+    if (!is_bit(v) && is_bit_vector(s.v)) in.type_error(v, "a bit (0 or 1)", op_name(op));
     s.v.vec()->items[i] = v;
   } else if (s.v.is_string()) {
     s.v.str()->chars[i] = in.arg_char(v, op_name(op));
@@ -629,6 +641,14 @@ void register_sequence_builtins(Interp& in) {
              { return fill(in, args, nargs); });
   SG_BUILTIN(in, "REPLACE", 2, -1, "copy part of one sequence into another",
              { return replace(in, args, nargs); });
+  // (setf (subseq seq start [end]) new): replace with new's elements, as CL
+  // defines it; the value is new.
+  SG_BUILTIN(in, "%SET-SUBSEQ", 3, 4, "(setf subseq)", {
+    Value rargs[6] = {args[0], args[nargs - 1],   in.sym_kw("START1"),
+                      args[1], in.sym_kw("END1"), nargs == 4 ? args[2] : in.nil()};
+    replace(in, rargs, 6);
+    return args[nargs - 1];
+  });
   SG_BUILTIN(in, "SEARCH", 2, -1, "the position of a subsequence in a sequence",
              { return search(in, args, nargs); });
   SG_BUILTIN(in, "MISMATCH", 2, -1, "the position where two sequences first differ",

@@ -6,6 +6,7 @@
 //
 // aref reads the whole storage (ignoring the fill pointer, as CL says);
 // length, elt and printing stop at the fill pointer.
+#include "lisp/bit_vector.h"
 #include "lisp/sequence.h"
 
 namespace sexpgpu::lisp {
@@ -68,6 +69,18 @@ bool float_type(Value t) {
          n == "SHORT-FLOAT";
 }
 
+// Element types that make a bit vector: bit, and what SBCL upgrades to it.
+bool bit_type(Value t) {
+  if (t.is_symbol()) return t.sym()->name == "BIT";
+  if (!t.is_cons() || !car_of(t).is_symbol()) return false;
+  const std::string& n = car_of(t).sym()->name;
+  Value a = car_of(cdr_of(t)), b = car_of(cdr_of(cdr_of(t)));
+  if (n == "UNSIGNED-BYTE") return a.is_int() && a.i == 1;
+  if (n == "MOD") return a.is_int() && a.i == 2;
+  if (n == "INTEGER") return a.is_int() && a.i == 0 && b.is_int() && b.i == 1;
+  return false;
+}
+
 // The element a new slot holds when no :initial-element is given (as SBCL
 // zero-fills: 0, 0.0 or the character of code 0).
 Value default_element(bool chars, Value type) {
@@ -98,7 +111,8 @@ int64_t fill_pointer_arg(Interp& in, Value fp, size_t size, const char* op) {
   return fp.i;
 }
 
-Value store_all(Interp& in, bool chars, std::vector<Value>& xs, const char* op) {
+Value store_all(Interp& in, bool chars, std::vector<Value>& xs, const char* op, bool bits = false) {
+  if (bits) return make_bit_vector(in, std::move(xs), op);
   if (!chars) return in.make_vector(std::move(xs));
   std::u32string s(xs.size(), 0);
   for (size_t i = 0; i < xs.size(); ++i) s[i] = in.arg_char(xs[i], op);
@@ -136,7 +150,7 @@ Value make_array(Interp& in, Value* args, int nargs) {
                                       ? o[kInitialElement]
                                       : default_element(chars, o[kElementType]));
   int64_t fp = fill_pointer_arg(in, o[kFillPointer], n, "make-array");
-  Value a = store_all(in, chars, xs, "make-array");
+  Value a = store_all(in, chars, xs, "make-array", bit_type(o[kElementType]));
   fill_pointer_of(a) = fp;
   // SBCL makes every array with a fill pointer actually adjustable.
   adjustable_of(a) = o[kAdjustable].truthy() || fp >= 0;
@@ -176,7 +190,7 @@ Value adjust_array(Interp& in, Value* args, int nargs) {
       xs[i] = a.is_vector() ? a.vec()->items[i] : Value::character(a.str()->chars[i]);
   }
   // An adjustable array is changed in place; any other is replaced by a new one.
-  Value r = store_all(in, chars, xs, "adjust-array");
+  Value r = store_all(in, chars, xs, "adjust-array", is_bit_vector(a));
   if (adjustable_of(a)) {
     if (a.is_vector())
       a.vec()->items.swap(r.vec()->items);
@@ -309,7 +323,8 @@ void register_vector_builtins(Interp& in) {
     return in.boolean(i >= 0 && size_t(i) < capacity(a));
   });
   SG_BUILTIN(in, "ARRAY-ELEMENT-TYPE", 1, 1, "character for strings, t for other arrays", {
-    return in.sym(check_array(in, args[0], "array-element-type").is_string() ? "CHARACTER" : "T");
+    Value a = check_array(in, args[0], "array-element-type");
+    return in.sym(a.is_string() ? "CHARACTER" : is_bit_vector(a) ? "BIT" : "T");
   });
   SG_BUILTIN(in, "ARRAYP", 1, 1, "is it an array", { return in.boolean(is_array(args[0])); });
   SG_BUILTIN(in, "VECTORP", 1, 1, "is it a vector (strings are vectors)",

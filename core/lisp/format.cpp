@@ -275,7 +275,13 @@ void Formatter::integer(const Directive& d, Args& a, int radix, size_t first) {
   int64_t mincol = int_param(d, a, first, 0);
   char32_t padchar = char_param(d, a, first + 1, U' ');
   char32_t commachar = char_param(d, a, first + 2, U',');
-  int64_t interval = int_param(d, a, first + 3, 3, 1);
+  // The interval only spaces the commas, so any size is harmless (SBCL
+  // takes 10^18).
+  Bound ib = number_param(d, a, first + 3);
+  int64_t interval = ib.given ? ib.v : 3;
+  if (interval < 1)
+    fail(d, "parameter " + std::to_string(first + 4) + " is " + std::to_string(interval) +
+                ", below 1");
   Value v = next_arg(d, a);
   if (!v.is_int()) {  // SBCL princs anything else, unpadded
     append_utf8(*out_, print(v, false));
@@ -511,7 +517,8 @@ Flow Formatter::iteration(int idx, Args& a) {
   bool at_least_once = cur_->d[size_t(d.close)].colon;
   std::u32string body_text;  // outlives body_control, which points to it
   Parsed body_control;
-  bool indirect_body = d.close == idx + 1;
+  // Only a body with no text at all (not even a ~newline) is indirect.
+  bool indirect_body = d.close == idx + 1 && cur_->d[size_t(d.close)].pos == d.end;
   if (indirect_body) {
     Value ctl = next_arg(d, a);
     if (!ctl.is_string()) in_.type_error(ctl, "a format control string", "format ~{~}");

@@ -25,6 +25,7 @@ struct Directive {
   char32_t ch = 0;  // upper-cased directive character; 0 for text
   bool colon = false, at = false;
   uint32_t pos = 0;  // index of the '~' (or the text start) in the control string
+  uint32_t end = 0;  // index just after the directive character
   std::u32string text;
   std::vector<Param> params;
   int close = -1;         // ( [ { < : index of the matching closing directive

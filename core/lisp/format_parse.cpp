@@ -45,11 +45,13 @@ void parse_directive(Interp& in, const std::u32string& c, size_t& i, Directive& 
       bool neg = c[i] == U'-';
       if (c[i] == U'+' || c[i] == U'-') ++i;
       if (i >= n || c[i] < U'0' || c[i] > U'9') fail("a sign must be followed by digits");
+      // Past 64 bits a parameter saturates: a clause index past every
+      // clause selects none, as in SBCL; sizes are range-checked where used.
       int64_t v = 0;
       for (; i < n && c[i] >= U'0' && c[i] <= U'9'; ++i) {
         if (__builtin_mul_overflow(v, 10, &v) ||
             __builtin_add_overflow(v, int64_t(c[i] - U'0'), &v))
-          fail("parameter too large");
+          v = INT64_MAX;
       }
       p = {Param::Int, neg ? -v : v};
     } else if (i < n && c[i] == U'\'') {
@@ -76,6 +78,7 @@ void parse_directive(Interp& in, const std::u32string& c, size_t& i, Directive& 
   if (i >= n) fail("the control string ends inside a directive");
   d.ch = c[i] < 128 ? char32_t(std::toupper(int(c[i]))) : c[i];
   ++i;
+  d.end = uint32_t(i);
 }
 
 }  // namespace
@@ -144,6 +147,25 @@ Parsed parse(Interp& in, const std::u32string& c) {
     control_error(in, c, d.pos,
                   std::string("~") + char(d.ch) + " is never closed (~" + char(closer_of(d.ch)) +
                       " missing)");
+  }
+  // Justification (~<...~>) and the pretty printer's directives do not mix
+  // (CLHS 22.3.5.2, as SBCL refuses): none inside a justification, and none
+  // anywhere in a control string that has ~<...~:;...~>.
+  auto pretty = [](const Directive& d) {
+    return d.ch == U'W' || d.ch == U'_' || d.ch == U'I' || (d.ch == U'T' && d.colon);
+  };
+  for (size_t k = 0; k < out.d.size(); ++k) {
+    const Directive& d = out.d[k];
+    if (d.ch != U'<' || out.d[size_t(d.close)].colon) continue;
+    for (int m = int(k) + 1; m < d.close; ++m)
+      if (pretty(out.d[size_t(m)]))
+        control_error(in, c, out.d[size_t(m)].pos,
+                      "~W, ~_, ~I and ~:T are not allowed inside a justification ~<...~>");
+    if (!d.seps.empty() && out.d[size_t(d.seps[0])].colon)
+      for (const Directive& x : out.d)
+        if (pretty(x))
+          control_error(in, c, x.pos,
+                        "~W, ~_, ~I and ~:T cannot be used with a justification that has ~:;");
   }
   return out;
 }

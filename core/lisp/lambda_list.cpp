@@ -88,7 +88,7 @@ LambdaInfo* Interp::lambda_info(Value ll, Value body, bool macro, Value block_na
     if (after_rest && state == Rest) fail("E-TYPE", "a variable after &rest's in " + show(ll));
     switch (state) {
       case Req:
-        if (macro && x.is_cons())
+        if (macro && (x.is_cons() || x.is_nil()))  // a pattern; () matches an empty list
           li.required.push_back(x);
         else
           li.required.push_back(symval(var_symbol(*this, x, "required parameter")));
@@ -214,6 +214,10 @@ struct Binder {
 
   // Macro lambda lists destructure: a pattern in place of a variable.
   void bind_pattern(Value pattern, Value v) {
+    if (pattern.is_nil()) {  // the empty pattern: no variables, and no elements
+      if (!v.is_nil()) in.fail("E-ARITY", "cannot destructure " + in.show(v) + " against ()");
+      return;
+    }
     if (pattern.is_symbol()) {
       bind(pattern.sym(), v);
       return;
@@ -394,6 +398,13 @@ Value Interp::apply_closure(Function* f, Value* args, int nargs) {
   } else {
     Binder binder{*this, env, li->specials};
     binder.bind_list(*li, args, nargs, f->name.p ? f->name : nil_, nil_);
+  }
+  // A special declaration of a name the lambda list does not bind makes the
+  // body's references dynamic (the init forms above did not see it, as in SBCL).
+  for (Symbol* s : li->specials) {
+    bool bound = false;
+    for (const Binding& b : env->b) bound = bound || b.sym == s;
+    if (!bound) env->b.push_back({s, NS::SpecialVar, Value()});
   }
   if (!li->type_decls.empty()) check_declared_types(*this, env, li->type_decls);
   if (li->block_name.p && !li->block_name.is_nil()) {

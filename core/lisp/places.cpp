@@ -1,6 +1,7 @@
 // setf places: get-setf-expansion for every place language.md lists, and
 // the %set-* writers its expansions call. The macros setf, incf, push, pop...
 // are written in the prelude on top of get-setf-expansion, as CL defines them.
+#include "lisp/bit_vector.h"
 #include "lisp/builtins.h"
 
 namespace sexpgpu::lisp {
@@ -21,13 +22,25 @@ const struct {
   const char* accessor;
   const char* writer;
 } kSimplePlaces[] = {
-    {"CAR", "%SET-CAR"},     {"FIRST", "%SET-CAR"},    {"CDR", "%SET-CDR"},
-    {"REST", "%SET-CDR"},    {"NTH", "%SET-NTH"},      {"ELT", "%SET-ELT"},
-    {"AREF", "%SET-AREF"},   {"SVREF", "%SET-AREF"},   {"CHAR", "%SET-AREF"},
-    {"SCHAR", "%SET-AREF"},  {"GETHASH", "%PUTHASH"},  {"SYMBOL-VALUE", "%SET-SYMBOL-VALUE"},
-    {"SYMBOL-FUNCTION", "%SET-SYMBOL-FUNCTION"},       {"FDEFINITION", "%SET-SYMBOL-FUNCTION"},
-    {"SYMBOL-PLIST", "%SET-SYMBOL-PLIST"},             {"GET", "%PUT"},
-    {"FILL-POINTER", "%SET-FILL-POINTER"},             {"MACRO-FUNCTION", "%SET-MACRO-FUNCTION"},
+    {"CAR", "%SET-CAR"},
+    {"FIRST", "%SET-CAR"},
+    {"CDR", "%SET-CDR"},
+    {"REST", "%SET-CDR"},
+    {"NTH", "%SET-NTH"},
+    {"ELT", "%SET-ELT"},
+    {"AREF", "%SET-AREF"},
+    {"SVREF", "%SET-AREF"},
+    {"CHAR", "%SET-AREF"},
+    {"SCHAR", "%SET-AREF"},
+    {"GETHASH", "%PUTHASH"},
+    {"SYMBOL-VALUE", "%SET-SYMBOL-VALUE"},
+    {"SYMBOL-FUNCTION", "%SET-SYMBOL-FUNCTION"},
+    {"FDEFINITION", "%SET-SYMBOL-FUNCTION"},
+    {"SYMBOL-PLIST", "%SET-SYMBOL-PLIST"},
+    {"GET", "%PUT"},
+    {"FILL-POINTER", "%SET-FILL-POINTER"},
+    {"MACRO-FUNCTION", "%SET-MACRO-FUNCTION"},
+    {"SUBSEQ", "%SET-SUBSEQ"},
 };
 
 const char* kNthNames[] = {"SECOND", "THIRD", "FOURTH", "FIFTH", "SIXTH",
@@ -64,6 +77,11 @@ Expansion expand(Interp& in, Value place, Env* env, int depth) {
   if (depth > 100) in.fail("E-MACRO", "setf: place expansion does not terminate");
   Expansion e;
   if (place.is_symbol()) {
+    // A symbol macro is the place it expands to (psetf and multiple-value-setq
+    // then evaluate its subforms in order).
+    bool symbol_macro = false;
+    Value x = in.macroexpand_1(place, env, &symbol_macro);
+    if (symbol_macro) return expand(in, x, env, depth + 1);
     if (place.is_nil() || place.sym() == in.T || place.sym()->keyword)
       in.fail("E-TYPE", "setf: cannot assign to the constant " + in.show(place));
     Value store = gensym(in, "NEW");
@@ -121,12 +139,58 @@ Expansion expand(Interp& in, Value place, Env* env, int depth) {
         e.temps.insert(e.temps.end(), sub.temps.begin(), sub.temps.end());
         e.vals.insert(e.vals.end(), sub.vals.begin(), sub.vals.end());
         e.stores.push_back(sub.stores.empty() ? gensym(in, "NEW") : sub.stores[0]);
-        writers.push_back(sub.writer);
+        // A subplace of several stores ((values b c) inside values) gets the
+        // one value in its first; the others are nil, as in SBCL.
+        Value w = sub.writer;
+        if (sub.stores.size() > 1) {
+          std::vector<Value> rest;
+          for (size_t k = 1; k < sub.stores.size(); ++k)
+            rest.push_back(in.list({sub.stores[k], in.nil()}));
+          w = in.list({in.sym("LET"), in.list_from(rest), w});
+        }
+        writers.push_back(w);
       }
       e.writer = in.list_from(writers);
       e.reader = place;
       return e;
     }
+  }
+  if (head->qualifier.empty() && n == "APPLY") {
+    // (apply #'name arg... list): name's writer applied to the same
+    // arguments and the new value (CL 5.1.2.5).
+    Value fform = car_of(cdr_of(place));
+    if (!fform.is_cons() || !car_of(fform).is_symbol() || car_of(fform).sym() != in.S.function ||
+        !car_of(cdr_of(fform)).is_symbol() || !cdr_of(cdr_of(place)).is_cons())
+      in.fail("E-TYPE",
+              "setf: " + in.show(place) + " is not a place: apply needs #'name and arguments");
+    Value fname = car_of(cdr_of(fform));
+    std::vector<Value> args;
+    for (Value a = cdr_of(cdr_of(place)); a.is_cons(); a = a.cons()->cdr) {
+      Value t = gensym(in, "G");
+      e.temps.push_back(t);
+      e.vals.push_back(a.cons()->car);
+      args.push_back(t);
+    }
+    Value store = gensym(in, "NEW");
+    e.stores.push_back(store);
+    const char* writer = nullptr;
+    for (const auto& p : kSimplePlaces)
+      if (fname.sym()->qualifier.empty() && fname.sym()->name == p.accessor) writer = p.writer;
+    std::vector<Value> w = {in.sym("APPLY")};
+    if (writer) {  // (writer args... new): the new value goes after the spread list
+      w.push_back(in.list({in.sym("FUNCTION"), in.sym(writer)}));
+      w.insert(w.end(), args.begin(), args.end() - 1);
+      w.push_back(in.list({in.sym("APPEND"), args.back(), in.list({in.sym("LIST"), store})}));
+    } else {
+      w.push_back(in.list({in.sym("FUNCTION"), in.list({in.sym("SETF"), fname})}));
+      w.push_back(store);
+      w.insert(w.end(), args.begin(), args.end());
+    }
+    e.writer = in.list_from(w);
+    std::vector<Value> r = {in.sym("APPLY"), fform};
+    r.insert(r.end(), args.begin(), args.end());
+    e.reader = in.list_from(r);
+    return e;
   }
   // A (setf NAME) function, global or from flet, wins over macro expansion;
   // macros are looked up in the lexical environment (macrolet) too.
@@ -164,6 +228,7 @@ Value nthcdr_for_set(Interp& in, int64_t n, Value list, const char* op) {
 
 Value set_sequence_element(Interp& in, Value seq, int64_t i, Value v, const char* op) {
   if (seq.is_vector()) {
+    if (!is_bit(v) && is_bit_vector(seq)) in.type_error(v, "a bit (0 or 1)", op);
     if (i < 0 || size_t(i) >= seq.vec()->size())
       in.fail("E-TYPE", std::string(op) + ": index " + std::to_string(i) + " is out of bounds for length " +
                             std::to_string(seq.vec()->size()));
@@ -227,7 +292,11 @@ void register_place_builtins(Interp& in) {
     if (i < 0 || size_t(i) >= cap)
       in.fail("E-TYPE", "setf aref: index " + std::to_string(i) + " is out of bounds for length " +
                             std::to_string(cap));
-    if (args[0].is_vector()) return args[0].vec()->items[size_t(i)] = args[2];
+    if (args[0].is_vector()) {
+      if (!is_bit(args[2]) && is_bit_vector(args[0]))
+        in.type_error(args[2], "a bit (0 or 1)", "setf aref");
+      return args[0].vec()->items[size_t(i)] = args[2];
+    }
     args[0].str()->chars[size_t(i)] = in.arg_char(args[2], "setf char");
     return args[2];
   });

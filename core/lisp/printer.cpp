@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "lisp/bit_vector.h"
 #include "lisp/chars.h"
 #include "lisp/interp.h"
 
@@ -195,6 +196,11 @@ struct Printer {
       case Kind::String: string(v.str()); return;
       case Kind::Vector: {
         Vector* vec = v.vec();
+        if (is_bit_vector(v)) {  // #*0101, by prin1 and princ alike
+          out += "#*";
+          for (size_t i = 0; i < vec->size(); ++i) out += vec->items[i].i ? '1' : '0';
+          return;
+        }
         out += "#(";
         for (size_t i = 0; i < vec->size(); ++i) {
           if (i) out += ' ';

@@ -3,11 +3,12 @@
 // '(' ')' '\'' '`' ',' '"' ';' '#' are macro characters.
 #include "lisp/reader.h"
 
-#include "lisp/chars.h"
-
 #include <charconv>
 #include <cmath>
 #include <cstring>
+
+#include "lisp/bit_vector.h"
+#include "lisp/chars.h"
 
 namespace sexpgpu::lisp {
 
@@ -206,6 +207,7 @@ bool Reader::skip_ws_and_comments() {
 
 bool Reader::next(ReadForm& out) {
   depth_ = 0;
+  labels_.clear();
   for (;;) {
     if (!skip_ws_and_comments()) return false;
     size_t start = pos_;
@@ -506,13 +508,78 @@ Value Reader::read_dispatch(size_t start, uint32_t* span_out) {
       }
       return Value();  // nothing
     }
+    case '=': {
+      // #n=object labels the object; a later #n# is that same object. A
+      // reference from inside the object itself would make circular
+      // structure, which every walker of code would follow for ever.
+      int64_t n = label_number(start, arg, '=');
+      if (labels_.count(n)) error(start, "the label #" + std::string(arg) + "= is defined twice");
+      labels_[n] = Value();  // being read
+      uint32_t xs = 0;
+      Value x;
+      do {
+        x = read(&xs);
+      } while (x.p == nullptr && x.kind == Kind::Symbol);
+      labels_[n] = x;
+      if (span_out) *span_out = xs;
+      return x;
+    }
+    case '#': {
+      int64_t n = label_number(start, arg, '#');
+      auto it = labels_.find(n);
+      if (it == labels_.end())
+        error(start,
+              "#" + std::string(arg) + "# refers to no label #" + std::string(arg) + "= before it");
+      if (it->second.p == nullptr && it->second.kind == Kind::Symbol)
+        error(start, "#" + std::string(arg) + "# inside its own #" + std::string(arg) +
+                         "= would make circular structure, which is not supported");
+      result = it->second;
+      break;
+    }
+    case '*': result = read_bit_vector(start, arg); break;
     case '.':
       error(start, "#. (read-time evaluation) is not supported: run files cannot evaluate at read time");
+    case 'c':
+    case 'C':
+      error(start, "#c (complex numbers) is not supported: there are no complex numbers",
+            "E-UNSUPPORTED");
+    case 'p':
+    case 'P':
+      error(start, "#p (pathnames) is not supported: run files name files with strings",
+            "E-UNSUPPORTED");
     default:
       error(start, std::string("unknown # syntax '#") + d + "'");
   }
   if (span_out) *span_out = span_id(start, pos_);
   return result;
+}
+
+// #*0101 and #n*01 (the last bit repeated up to n), as CL reads them.
+Value Reader::read_bit_vector(size_t start, std::string_view arg) {
+  std::vector<Value> bits;
+  while (pos_ < text_.size() && (text_[pos_] == '0' || text_[pos_] == '1'))
+    bits.push_back(Value::integer(text_[pos_++] - '0'));
+  if (pos_ < text_.size() && !is_whitespace(text_[pos_]) && !is_terminating(text_[pos_]))
+    error(start, std::string("#* holds only 0 and 1, not '") + text_[pos_] + "'");
+  if (!arg.empty()) {
+    size_t n = 0;
+    auto r = std::from_chars(arg.data(), arg.data() + arg.size(), n);
+    if (r.ec != std::errc() || n > 1'000'000)
+      error(start, "#" + std::string(arg) + "* is too long");
+    if (bits.size() > n)
+      error(start, "#" + std::string(arg) + "* has more bits than " + std::string(arg));
+    if (bits.empty() && n > 0) error(start, "#" + std::string(arg) + "* needs at least one bit");
+    while (bits.size() < n) bits.push_back(bits.back());
+  }
+  return make_bit_vector(in_, std::move(bits), "#*");
+}
+
+int64_t Reader::label_number(size_t start, std::string_view arg, char d) {
+  if (arg.empty()) error(start, std::string("#") + d + " needs a label number, as in #1" + d);
+  int64_t n = 0;
+  auto r = std::from_chars(arg.data(), arg.data() + arg.size(), n);
+  if (r.ec != std::errc()) error(start, "the label number " + std::string(arg) + " is too large");
+  return n;
 }
 
 Value Reader::read_token_or_number(size_t start) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lisp/interp.h"
@@ -33,6 +34,8 @@ class Reader {
   const std::string& text_;
   size_t pos_ = 0;
   int depth_ = 0;
+  // #n= labels of the top-level form being read (CL: one outermost read).
+  std::unordered_map<int64_t, Value> labels_;
 
   Value read(uint32_t* span_out);
   Value read_list(size_t open, char close);
@@ -40,6 +43,8 @@ class Reader {
   Value read_string(size_t start);
   Value read_dispatch(size_t start, uint32_t* span_out);
   Value read_char_literal(size_t start);
+  Value read_bit_vector(size_t start, std::string_view arg);
+  int64_t label_number(size_t start, std::string_view arg, char d);
   bool skip_ws_and_comments();  // false at EOF
   void skip_block_comment(size_t start);
   bool eval_feature(Value expr);

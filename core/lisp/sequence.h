@@ -49,7 +49,7 @@ struct Bounds {
 Bounds bounds(Interp& in, Value start, Value end, size_t len, const char* op);
 
 // What map, concatenate, merge and make-sequence build.
-enum class RKind { None, List, Vector, String };
+enum class RKind { None, List, Vector, String, BitVector };
 struct ResultType {
   RKind kind;
   int64_t size = -1;  // a length the type demands, or -1

@@ -274,7 +274,12 @@ Value function_bindings(Interp& in, Value form, Env* env, bool recursive, bool m
   }
   std::vector<Symbol*> specials;
   Value body = body_after_declarations(in, cdr(cdr(form)), &specials);
-  add_special_markers(e, specials);
+  if (!specials.empty()) {
+    // The declarations concern the body, not the functions' own bodies
+    // (which labels closes over e): they go in an environment of their own.
+    e = new_env(in, e);
+    add_special_markers(e, specials);
+  }
   return in.eval_body(body, e);
 }
 
@@ -291,7 +296,15 @@ Value sf_symbol_macrolet(Interp& in, Value form, Env* env) {
       bad_form(in, "symbol-macrolet", in.show(def) + " is not (symbol expansion)");
     e->b.push_back({car(def).sym(), NS::SymbolMacro, car(cdr(def))});
   }
-  Value body = body_after_declarations(in, cdr(cdr(form)), nullptr);
+  std::vector<Symbol*> specials;
+  Value body = body_after_declarations(in, cdr(cdr(form)), &specials);
+  for (Symbol* s : specials)
+    for (auto& b : e->b)
+      if (b.sym == s)
+        bad_form(in, "symbol-macrolet",
+                 "'" + in.show(Interp::symval(s)) +
+                     "' is a symbol macro here and cannot be declared special");
+  add_special_markers(e, specials);
   return in.eval_body(body, e);
 }
 
@@ -532,7 +545,27 @@ Value sf_the(Interp& in, Value form, Env* env) {
   return v;
 }
 
+// A run file is evaluated as a loaded source file is: the body runs when
+// the situations include :execute (or the old name eval), as in SBCL; the
+// compile and load situations name times that a file never has.
 Value sf_eval_when(Interp& in, Value form, Env* env) {
+  if (!cdr(form).is_cons() || !car(cdr(form)).is_list())
+    bad_form(in, "eval-when", "the situations must be a list");
+  bool execute = false;
+  for (Value s = car(cdr(form)); s.is_cons(); s = s.cons()->cdr) {
+    Value x = s.cons()->car;
+    if (!x.is_symbol()) bad_form(in, "eval-when", in.show(x) + " is not a situation");
+    const std::string& n = x.sym()->name;
+    if (n == "EXECUTE" || n == "EVAL")
+      execute = true;
+    else if (n != "COMPILE-TOPLEVEL" && n != "LOAD-TOPLEVEL" && n != "COMPILE" && n != "LOAD")
+      bad_form(in, "eval-when",
+               in.show(x) + " is not a situation (:compile-toplevel, :load-toplevel, :execute)");
+  }
+  if (!execute) {
+    in.nvals = 1;
+    return in.nil();
+  }
   return in.eval_body(cdr(cdr(form)), env);
 }
 

@@ -57,7 +57,7 @@ upper-case-p lower-case-p format princ-to-string prin1-to-string
 write-to-string
 make-hash-table gethash remhash clrhash maphash hash-table-count hash-table-p
 eq eql equal equalp typep type-of check-type assert error warn cerror
-ignore-errors handler-case
+ignore-errors handler-case documentation
 """.split()
 
 # --- skip rules --------------------------------------------------------------
@@ -286,11 +286,39 @@ def operator_of(name):
 Case = collections.namedtuple("Case", "name op area file form expected")
 
 
+DEFINERS = ("defun", "defmacro", "defvar", "defparameter", "defconstant", "defgeneric",
+            "defstruct", "define-condition", "defclass")
+# Top-level forms the suite wraps its definitions in.
+WRAPPERS = ("report-and-ignore-errors", "eval-when", "progn")
+
+
+def defined_names(parts):
+    """The names a top-level form (split into parts) defines."""
+    head = parts[0].lower()
+    if head in DEFINERS and len(parts) > 1:
+        nm = parts[1]
+        if nm.startswith("("):  # (defstruct (name ...)), (defun (setf name) ...)
+            sub = subforms(nm)
+            nm = sub[1] if len(sub) > 1 and sub[0].lower() == "setf" else (sub[0] if sub else nm)
+        return {nm.lower()}
+    names = set()
+    if head in WRAPPERS:
+        for sub in parts[1:]:
+            if sub.startswith("("):
+                try:
+                    inner = subforms(sub)
+                except (ValueError, IndexError):
+                    continue
+                if inner:
+                    names |= defined_names(inner)
+    return names
+
+
 def collect(directory):
     """The cases, and the suite's helpers: {path: names} for the names each
-    file defines, with the names of the support files (those without tests,
-    such as auxiliary/*.lsp) under "" because every case may call them; a
-    test file's own definitions concern its own cases."""
+    file defines, with the names of the support files (auxiliary/*.lsp and
+    the suite's root files, which hold no tests) under "" because every case
+    may call them; any other file's definitions concern its own cases."""
     cases, helpers = [], collections.defaultdict(set)
     for root, _, files in os.walk(directory):
         for f in sorted(files):
@@ -316,15 +344,9 @@ def collect(directory):
                 if not parts:
                     continue
                 head = parts[0].lower()
-                if head in ("defun", "defmacro", "defvar", "defparameter",
-                            "defconstant", "defgeneric", "defstruct",
-                            "define-condition", "defclass") and len(parts) > 1:
-                    nm = parts[1]
-                    if nm.startswith("("):  # (defstruct (name ...)), (defun (setf name) ...)
-                        sub = subforms(nm)
-                        nm = sub[1] if len(sub) > 1 and sub[0].lower() == "setf" else (
-                            sub[0] if sub else nm)
-                    defined.add(nm.lower())
+                names = defined_names(parts)
+                if names:
+                    defined |= names
                 elif head == "deftest" and len(parts) >= 3:
                     rest = parts[2:]
                     while len(rest) >= 2 and rest[0].startswith(":"):
@@ -344,7 +366,14 @@ def collect(directory):
                     cases.append(Case(parts[1], operator_of(parts[1]), area, path,
                                       "(flet ((%f () " + parts[2] + ")) (eq (%f) (%f)))",
                                       ["nil"]))
-            helpers["" if len(cases) == ncases else path] |= defined
+            # The support files are those the suite loads before its tests:
+            # auxiliary/ and the files at its root. random/ is the random
+            # tester (loaded by run.lsp, not by the tests), so its definitions,
+            # like a test file's, concern only cases of its own file.
+            rel = os.path.relpath(path, directory)
+            support = len(cases) == ncases and (rel.startswith("auxiliary" + os.sep)
+                                                or os.sep not in rel)
+            helpers["" if support else path] |= defined
     return cases, helpers
 
 

@@ -48,6 +48,29 @@ TEST_CASE("reader errors point at the opening token", "[reader]") {
   CHECK(read_error("#<foo>").code == "E-READ");
   CHECK(read_error("99999999999999999999").code == "E-OVERFLOW");
   CHECK(read_error("#\\NoSuchChar").code == "E-READ");
+  // labels (#n= #n#), bit vectors (#*), and the syntax of what is left out
+  CHECK(read_error("(#1# 2)").code == "E-READ");
+  CHECK(read_error("(#1=a #1=b)").code == "E-READ");
+  CHECK(read_error("#1=#1#").code == "E-READ");
+  CHECK(read_error("#1=(a b . #1#)").code == "E-READ");  // circular structure
+  CHECK(read_error("#*012").code == "E-READ");
+  CHECK(read_error("#2*011").code == "E-READ");
+  CHECK(read_error("#3*").code == "E-READ");
+  CHECK(read_error("#c(1 2)").code == "E-UNSUPPORTED");
+  CHECK(read_error("#p\"/tmp/x\"").code == "E-UNSUPPORTED");
+}
+
+TEST_CASE("reader labels and bit vectors", "[reader]") {
+  Session s;
+  CHECK(read_print(s, "(#1=(a b) #1# #2=x #2#)") == "((A B) (A B) X X)");
+  CHECK(read_print(s, "#*0110 #5*01 #* #0*") == "#*0110 #*01111 #* #*");
+  // shared structure: the second element is the first one itself
+  auto forms = read_string_forms(*s.interp, "<test>", "(#1=(a) #1#)");
+  Value x = forms.at(0).form;
+  REQUIRE(x.is_cons());
+  CHECK(x.cons()->car.p == x.cons()->cdr.cons()->car.p);
+  // a label inside a vector, and one top-level form's labels do not reach the next
+  CHECK(read_print(s, "#(#1=(z) #1#) #1=q") == "#((Z) (Z)) Q");
 }
 
 TEST_CASE("every element of a list carries its span", "[reader]") {

@@ -725,3 +725,21 @@
 ;=> (0.0 0 0)
 (loop for (a b) of-type (fixnum float) in nil finally (return (list a b)))
 ;=> (0 0.0)
+;; loop keywords match by name: keywords and uninterned symbols work as the
+;; plain ones do (the suite's loop15/loop16)
+(loop #:for i #:from 1 #:to 5 #:collect i)
+;=> (1 2 3 4 5)
+(loop :for x :in '(a nil b) :unless x :count t :into n :end :finally (return n))
+;=> 1
+(loop #:for x #:being #:the #:hash-keys #:of *ht* #:using (#:hash-value v) #:collect v)
+;=> (1 2 3)
+(loop #:named foo #:with x = 1 #:and y = 2 #:do (return-from foo (list x y)))
+;=> (1 2)
+;; the symbols of a package: there are no packages; the package form is
+;; evaluated first, as CL does
+(loop named foo for s being the symbols of (return-from foo :exited) collect s)
+;=> :exited
+(loop for s being each external-symbol in "CL" collect s)
+;!E-UNSUPPORTED
+(loop for s being the present-symbols collect s)
+;!E-UNSUPPORTED
