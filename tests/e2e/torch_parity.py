@@ -76,7 +76,11 @@ def lr_at(step):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    sexpgpu("run", run_file, "--quiet", "--steps", "0", "--out", f"{tmp}/init")
+    # The initial parameters: `--steps` takes at least 1, and the schedule's
+    # learning rate at step 0 is exactly 0, so AdamW's first update (and its
+    # decoupled weight decay, lr * wd) leaves every parameter as initialised.
+    assert lr_at(0) == 0.0
+    sexpgpu("run", run_file, "--quiet", "--steps", "1", "--out", f"{tmp}/init")
     exported = f"{tmp}/init.safetensors"
     sexpgpu("checkpoint", "export", f"{tmp}/init/checkpoints/latest", "--format", "safetensors",
             "-o", exported)
