@@ -1,8 +1,10 @@
-// sexpgpu check FILE... [--json] [--strict]: every diagnostic of the files.
+// sexpgpu check FILE... [--json] [--strict]: every diagnostic of the files
+// (a :reduce is checked against the reducer plugins that load here).
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/verbs.h"
+#include "host/plugin_host.h"
 #include "lisp/session.h"
 
 namespace sexpgpu::cli {
@@ -22,6 +24,10 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_flag("--strict", opts->strict, "warnings fail the check too");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
+    // The reducers a defdiagnostic may name: the core's and the plugins'
+    // that load here (the same search path `run` uses).
+    host::PluginHost plugins(host::default_search_path());
+    std::vector<std::string> reducers = plugins.names(SG_PLUGIN_REDUCER);
     std::vector<Diagnostic> all;
     SourceMap* sources = nullptr;
     // One session per file: files are independent experiments.
@@ -30,6 +36,7 @@ void add_check(CLI::App& app, int& exit_code) {
     size_t errors = 0, warnings = 0;
     for (const std::string& file : opts->files) {
       auto s = std::make_unique<lisp::Session>(opts->limits.limits);
+      s->reducer_plugins = reducers;
       if (!opts->limits.request(s->selection().request)) {
         exit_code = kUsage;
         return;

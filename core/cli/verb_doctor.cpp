@@ -1,6 +1,7 @@
 // sexpgpu doctor [FILE] [selection] [--json]: whether a run can start on
 // this machine: the plugin search path, every plugin found and why it did
-// not load, the probe of every device plugin that did, and with FILE the
+// not load, the probe of every device plugin that did, the reducers
+// defdiagnostic may name (the core's and the plugins'), and with FILE the
 // run's device memory against its memory plan, its data and the disk for
 // its checkpoints (docs/doctor.md).
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
 #include "runfile/compile.h"
+#include "runfile/diagnostics.h"
 #include "runfile/loaders.h"
 #include "train/memory_plan.h"
 #include "train/trainer.h"
@@ -53,8 +55,27 @@ json probe_device(const host::PluginRecord& rec) {
   return out;
 }
 
+// The reducers a defdiagnostic's :reduce may name here: the core's, then
+// each loaded reducer plugin's with the names of its outputs.
+json reducers(const host::PluginHost& h) {
+  json plugins = json::array();
+  for (const std::string& name : h.names(SG_PLUGIN_REDUCER)) {
+    const sg_reducer_api* api = h.reducer(name);
+    json outputs = json::array();
+    size_t count = 0;
+    const char* const* names = nullptr;
+    if (api->outputs) api->outputs(&count, &names);
+    for (size_t i = 0; names && i < count; ++i) outputs.push_back(names[i] ? names[i] : "");
+    plugins.push_back({{"name", name}, {"outputs", outputs}});
+  }
+  return {{"core", runfile::core_reducers()}, {"plugins", plugins}};
+}
+
 json report(const host::PluginHost& h) {
-  json j = {{"search_path", json::array()}, {"plugins", json::array()}, {"devices", json::array()}};
+  json j = {{"search_path", json::array()},
+            {"plugins", json::array()},
+            {"devices", json::array()},
+            {"reducers", reducers(h)}};
   for (const auto& d : h.search_path())
     j["search_path"].push_back({{"dir", d.dir}, {"source", d.source}});
   for (const auto& p : h.plugins()) {
@@ -95,6 +116,14 @@ void print_human(const json& j) {
               << pad(p["status"], 12) << p["path"].get<std::string>() << "\n";
     if (!p["reason"].get<std::string>().empty())
       std::cout << "    reason: " << p["reason"].get<std::string>() << "\n";
+  }
+  std::cout << "\nreducers (defdiagnostic :reduce):\n  core:";
+  for (const auto& r : j["reducers"]["core"]) std::cout << " " << r.get<std::string>();
+  std::cout << "\n";
+  for (const auto& r : j["reducers"]["plugins"]) {
+    std::cout << "  " << r["name"].get<std::string>() << ":";
+    for (const auto& o : r["outputs"]) std::cout << " " << o.get<std::string>();
+    std::cout << "\n";
   }
   std::cout << "\ndevices:\n";
   if (j["devices"].empty()) std::cout << "  none: no device plugin loads\n";
@@ -226,9 +255,11 @@ void add_doctor(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "print the report as one JSON document");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
+    host::PluginHost h(host::default_search_path());
+    const std::vector<std::string> reducer_plugins = h.names(SG_PLUGIN_REDUCER);
     std::unique_ptr<lisp::Session> s;
     if (!opts->file.empty()) {
-      s = opts->limits.load(opts->file, "doctor", exit_code, true);
+      s = opts->limits.load(opts->file, "doctor", exit_code, true, true, &reducer_plugins);
       if (!s) return;
       if (s->sink.error_count() > 0 || !s->is_run_file || !s->compiled) {
         if (s->sink.error_count() == 0)
@@ -238,7 +269,6 @@ void add_doctor(CLI::App& app, int& exit_code) {
         return;
       }
     }
-    host::PluginHost h(host::default_search_path());
     json j = report(h);
     if (s) j["file"] = file_report(*s, opts->file, j["devices"]);
     if (opts->json) {

@@ -167,7 +167,11 @@ void add_run(CLI::App& app, int& exit_code) {
       if (!diagnostics.is_null()) error["diagnostics"] = diagnostics;
       std::cout << train::unstarted_close_line(code, error) << "\n" << std::flush;
     };
-    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "run", exit_code, true);
+    // Loaded first: the compiler checks each :reduce against its reducers.
+    host::PluginHost plugins(host::default_search_path());
+    const std::vector<std::string> reducers = plugins.names(SG_PLUGIN_REDUCER);
+    std::unique_ptr<lisp::Session> s =
+        opts->limits.load(opts->file, "run", exit_code, true, true, &reducers);
     if (!s) {
       std::error_code ec;
       std::string message =
@@ -244,7 +248,6 @@ void add_run(CLI::App& app, int& exit_code) {
       refuse(refused, e.substr(0, space), e.substr(space + 1), nullptr);
       return;
     }
-    host::PluginHost plugins(host::default_search_path());
     exit_code = train::train(*s->compiled, runfile::loaders_of(in), ro, plugins);
     (void)s.release();  // the process ends next
   });

@@ -39,8 +39,12 @@ struct LimitFlags {
   // With `compile`, a run file is also compiled (Session::compile) before
   // the diagnostics are printed; without `print_diagnostics` they are left
   // in the session (for --json). Under --quiet only errors are printed.
-  std::unique_ptr<lisp::Session> load(const std::string& file, const char* verb, int& exit_code,
-                                      bool compile = false, bool print_diagnostics = true) const;
+  // `reducer_plugins` (the loaded ones: PluginHost::names) lets the
+  // compiler refuse a :reduce that names no reducer here; null accepts any.
+  std::unique_ptr<lisp::Session> load(
+      const std::string& file, const char* verb, int& exit_code, bool compile = false,
+      bool print_diagnostics = true,
+      const std::vector<std::string>* reducer_plugins = nullptr) const;
 };
 
 // A numeric flag's check: its text must be a whole decimal number from

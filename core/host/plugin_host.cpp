@@ -264,6 +264,13 @@ const PluginRecord* PluginHost::find(const std::string& name) const {
   return nullptr;
 }
 
+std::vector<std::string> PluginHost::names(sg_plugin_kind kind) const {
+  std::vector<std::string> out;
+  for (const PluginRecord& r : records_)
+    if (r.loaded && r.plugin->kind == kind) out.push_back(r.name);
+  return out;
+}
+
 const sg_sink_api* PluginHost::sink(const std::string& name) const {
   const PluginRecord* r = find(name);
   return r && r->plugin->kind == SG_PLUGIN_SINK ? static_cast<const sg_sink_api*>(r->plugin->api)

@@ -61,6 +61,8 @@ class PluginHost {
   const std::vector<SearchDir>& search_path() const { return path_; }
   const std::vector<PluginRecord>& plugins() const { return records_; }
 
+  // The names of the loaded plugins of that kind, in loading order.
+  std::vector<std::string> names(sg_plugin_kind kind) const;
   // The loaded plugin of that name, or nullptr.
   const PluginRecord* find(const std::string& name) const;
   // Its table, when loaded and of that kind; else nullptr.

@@ -73,7 +73,7 @@ void Session::load_source(const std::string& path, std::string text) {
 void Session::compile() {
   if (!is_run_file) return;
   runfile::check_contract_forms(*interp, forms);
-  std::optional<runfile::CompiledRun> run = runfile::compile_run(*interp, forms);
+  std::optional<runfile::CompiledRun> run = runfile::compile_run(*interp, forms, {reducer_plugins});
   if (run) compiled = std::make_shared<runfile::CompiledRun>(std::move(*run));
 }
 

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "lisp/interp.h"
 #include "lisp/reader.h"
@@ -45,6 +47,10 @@ class Session {
   // the loop runs (runfile/compile.h), reporting errors to the sink.
   // `compiled` is set when it succeeded.
   void compile();
+  // Set before compile(): the loaded reducer plugins' names, which
+  // defdiagnostic :reduce may name besides the core's (runfile::CompileEnv);
+  // nullopt accepts any name.
+  std::optional<std::vector<std::string>> reducer_plugins;
   std::shared_ptr<runfile::CompiledRun> compiled;
 
  private:

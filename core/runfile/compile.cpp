@@ -510,7 +510,8 @@ void register_compile(Interp& in) {
   });
 }
 
-std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadForm>& forms) {
+std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadForm>& forms,
+                                       const CompileEnv& env) {
   if (in.sink.error_count() > 0) return std::nullopt;
   Contract& contract = contract_of(in);
   if (!contract.run) return std::nullopt;
@@ -593,7 +594,8 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     step(in, c, contract.run->span, "accumulate", [&] { stage_accumulate(in); });
   step(in, c, contract.run->span, "init", [&] { stage_init_function(in); });
   if (!c.failed)
-    step(in, c, contract.run->span, "diagnostics", [&] { stage_diagnostics(in, c.out, contract); });
+    step(in, c, contract.run->span, "diagnostics",
+         [&] { stage_diagnostics(in, c.out, contract, env); });
   if (c.failed) return std::nullopt;
 
   // The parameter table, with ties and groups.

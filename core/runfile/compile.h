@@ -126,10 +126,20 @@ struct StepFlops {
 };
 StepFlops step_flops(const CompiledRun& run, const SizedFunction* train = nullptr);
 
+// What the compiler is told of the machine it compiles for, as plain data
+// (the CLI fills it from the plugin host; the compiler never loads plugins).
+struct CompileEnv {
+  // The names of the loaded reducer plugins: a defdiagnostic's :reduce
+  // naming neither a core reducer nor one of these is E-DIAG-REDUCER.
+  // nullopt when unknown: any name is accepted (the run checks it).
+  std::optional<std::vector<std::string>> reducer_plugins;
+};
+
 // Stages the contract of an evaluated run file. Errors are reported to the
 // interpreter's sink (each at its form) and give nullopt; nothing is staged
 // when the file already has errors.
-std::optional<CompiledRun> compile_run(lisp::Interp& in, const std::vector<lisp::ReadForm>& forms);
+std::optional<CompiledRun> compile_run(lisp::Interp& in, const std::vector<lisp::ReadForm>& forms,
+                                       const CompileEnv& env = {});
 
 // Registers the builtin compile_run's steps run through.
 void register_compile(lisp::Interp& in);

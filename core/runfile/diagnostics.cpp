@@ -509,6 +509,27 @@ void check_names(Interp& in, const Contract& contract, const std::vector<Recipe>
   }
 }
 
+// A :reduce name that is neither a core reducer nor a loaded reducer
+// plugin's, when the CLI said which plugins loaded (compile.h, CompileEnv).
+void check_reducers(Interp& in, const DiagnosticDecl& d, const CompileEnv& env) {
+  if (!env.reducer_plugins) return;
+  const std::vector<std::string>& loaded = *env.reducer_plugins;
+  for (const std::string& r : d.reduce) {
+    if (is_core_reducer(r) || std::find(loaded.begin(), loaded.end(), r) != loaded.end()) continue;
+    auto list = [](const std::vector<std::string>& names) {
+      std::string out;
+      for (const std::string& n : names) out += (out.empty() ? "" : " ") + n;
+      return out.empty() ? std::string("none") : out;
+    };
+    in.fail_at(d.span, "E-DIAG-REDUCER",
+               "defdiagnostic " + d.name + ": :reduce names '" + r +
+                   "', which is neither a core reducer (" + list(core_reducers()) +
+                   ") nor a loaded reducer plugin (" + list(loaded) + ")",
+               "use a core reducer, or put the plugin on SEXPGPU_PLUGIN_PATH (sexpgpu doctor "
+               "lists the reducers that load)");
+  }
+}
+
 // ---- the forward pass over probes ------------------------------------------------------------
 
 lisp::Value global_function(Interp& in, const char* upper_name) {
@@ -574,7 +595,8 @@ void finish_module(Interp& in, DiagnosticPlan& plan) {
 
 }  // namespace
 
-void stage_diagnostics(Interp& in, CompiledRun& run, const Contract& contract) {
+void stage_diagnostics(Interp& in, CompiledRun& run, const Contract& contract,
+                       const CompileEnv& env) {
   auto plan = std::make_shared<DiagnosticPlan>();
   std::vector<Recipe> builtins = builtin_recipes(in);
   check_names(in, contract, builtins);
@@ -583,6 +605,7 @@ void stage_diagnostics(Interp& in, CompiledRun& run, const Contract& contract) {
     plan->diagnostics.push_back(stage_recipe(in, *plan, run, r, true));
   for (const DiagnosticDecl& d : contract.diagnostics) {
     lisp::SpanGuard at(in, in.add_span(d.span));
+    check_reducers(in, d, env);
     plan->diagnostics.push_back(stage_recipe(in, *plan, run, user_recipe(in, d), false));
   }
   finish_module(in, *plan);

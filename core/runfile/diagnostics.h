@@ -117,7 +117,10 @@ std::string add_diag_values(const DiagFunction& fn, const DiagDownloads& outputs
 
 // After the contract is staged: stages the diagnostics into the plan's
 // module and sets run.diagnostics. Errors are reported at the forms
-// concerned: a defdiagnostic's at it, defrun's :diagnostics :select at defrun.
-void stage_diagnostics(lisp::Interp& in, CompiledRun& run, const Contract& contract);
+// concerned: a defdiagnostic's at it (a :reduce naming no reducer of the
+// core nor of env.reducer_plugins among them), defrun's :diagnostics
+// :select at defrun.
+void stage_diagnostics(lisp::Interp& in, CompiledRun& run, const Contract& contract,
+                       const CompileEnv& env = {});
 
 }  // namespace sexpgpu::runfile

@@ -1,7 +1,7 @@
 // Device, Buffer and Program over sg_device_api (device.h).
 #include "train/device.h"
 
-#include "host/abi_dtype.h"
+#include "ir/abi_dtype.h"
 
 namespace sexpgpu::train {
 
@@ -65,7 +65,7 @@ ir::Result<Buffer> Device::alloc(const ir::TensorType& type) {
   sg_buffer* b = nullptr;
   auto dims = type.shape.dims();
   std::string e = take(
-      api_->alloc(device_, host::abi_dtype(type.dtype), dims.data(), dims.size(), &b), "alloc");
+      api_->alloc(device_, ir::abi_dtype(type.dtype), dims.data(), dims.size(), &b), "alloc");
   if (!e.empty()) return ir::Result<Buffer>::failure(e);
   return Buffer(this, b, type);
 }

@@ -1,8 +1,10 @@
 // libsexpgpu-cpu.so: the CPU device behind sg_device_api (plugins.md). It
 // reads the IR JSON with its own copy of the IR library, compiles functions
 // to cpu::Program, and keeps buffers in host memory; runs are synchronous,
-// so streams and synchronize are no-ops. Every entry point is behind an
-// exception firewall: a C++ exception becomes an sg_error, never crosses.
+// so streams and synchronize are no-ops. Every entry point is behind the
+// plugin SDK's exception firewall (plugins/sdk): a C++ exception becomes an
+// sg_error, never crosses; the SDK also owns the error objects and fills
+// the table's struct_size and error functions.
 #include "sexpgpu/plugin.h"
 
 #include <unistd.h>
@@ -10,25 +12,22 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "geometry.h"
+#include "ir/abi_dtype.h"
 #include "ir/json.h"
 #include "program.h"
+#include "sexpgpu/sdk/errors.h"
+#include "sexpgpu/sdk/tables.h"
 #include "storage.h"
 
 using sexpgpu::cpu::HostTensor;
 using sexpgpu::cpu::Program;
 namespace ir = sexpgpu::ir;
-
-struct sg_error {
-  sg_error_code code;
-  std::string message;
-};
 
 struct sg_buffer {
   sg_device* device;
@@ -58,61 +57,23 @@ extern "C" char* openblas_get_corename(void) __attribute__((weak));
 
 namespace {
 
-const sg_host_api* g_host = nullptr;
+namespace sdk = sexpgpu::sdk;
+
+constexpr const char* kName = "cpu";
 std::string g_probe_json;
 
-sg_error* make_error(sg_error_code code, std::string message) {
-  return new (std::nothrow) sg_error{code, "cpu: " + std::move(message)};
+sg_error* make_error(sg_error_code code, const std::string& message) {
+  return sdk::make_error(code, kName, message);
 }
 
-// Runs body (returning sg_error* or nullptr) with every exception turned
-// into an error object.
 template <class F>
 sg_error* firewall(F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return make_error(SG_ERROR_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception& e) {
-    return make_error(SG_ERROR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return make_error(SG_ERROR_INTERNAL, "internal error (unknown exception)");
-  }
+  return sdk::firewall(kName, std::forward<F>(body));
 }
 
 uint64_t physical_memory() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-}
-
-std::optional<ir::DType> dtype_of(sg_dtype d) {
-  switch (d) {
-    case SG_DTYPE_F32: return ir::DType::F32;
-    case SG_DTYPE_F16: return ir::DType::F16;
-    case SG_DTYPE_BF16: return ir::DType::BF16;
-    case SG_DTYPE_F64: return ir::DType::F64;
-    case SG_DTYPE_I32: return ir::DType::I32;
-    case SG_DTYPE_I64: return ir::DType::I64;
-    case SG_DTYPE_U8: return ir::DType::U8;
-    case SG_DTYPE_BOOL: return ir::DType::Bool;
-    case SG_DTYPE_U16: return ir::DType::U16;
-  }
-  return std::nullopt;
-}
-
-// ---- Errors
-
-void error_destroy(sg_error* e) {
-  delete e;
-}
-
-void error_message(const sg_error* e, const char** out_message, size_t* out_len) {
-  *out_message = e->message.data();
-  *out_len = e->message.size();
-}
-
-sg_error_code error_code(const sg_error* e) {
-  return e->code;
 }
 
 // ---- Devices
@@ -211,7 +172,7 @@ void program_destroy(sg_program* program) {
 sg_error* alloc(sg_device* device, sg_dtype dtype, const int64_t* shape, size_t rank,
                 sg_buffer** out_buffer) {
   return firewall([&]() -> sg_error* {
-    std::optional<ir::DType> d = dtype_of(dtype);
+    std::optional<ir::DType> d = ir::dtype_of_abi(dtype);
     if (!d)
       return make_error(SG_ERROR_INVALID_ARGUMENT, "unknown dtype " + std::to_string(int(dtype)));
     ir::Result<ir::Shape> s = ir::make_shape(std::span<const int64_t>(shape, rank));
@@ -385,33 +346,23 @@ sg_error* broadcast(sg_device* const*, sg_buffer* const* buffers, size_t count, 
   });
 }
 
-const sg_device_api kDeviceApi = {sizeof(sg_device_api),
-                                  error_destroy,
-                                  error_message,
-                                  error_code,
-                                  probe,
-                                  open_device,
-                                  close_device,
-                                  compile,
-                                  program_destroy,
-                                  alloc,
-                                  free_buffer,
-                                  upload,
-                                  download,
-                                  run,
-                                  synchronize,
-                                  memory_stats,
-                                  all_reduce,
-                                  broadcast,
-                                  nullptr};
+constexpr sg_device_api kDeviceApi = sdk::device_table({.probe = probe,
+                                                        .open = open_device,
+                                                        .close = close_device,
+                                                        .compile = compile,
+                                                        .program_destroy = program_destroy,
+                                                        .alloc = alloc,
+                                                        .free = free_buffer,
+                                                        .upload = upload,
+                                                        .download = download,
+                                                        .run = run,
+                                                        .synchronize = synchronize,
+                                                        .memory_stats = memory_stats,
+                                                        .all_reduce = all_reduce,
+                                                        .broadcast = broadcast});
 
-const sg_plugin kPlugin = {sizeof(sg_plugin), SG_ABI_MAJOR, SG_ABI_MINOR, SG_PLUGIN_DEVICE, "cpu",
-                           "0.1.0",           &kDeviceApi};
+constexpr sg_plugin kPlugin = sdk::describe(SG_PLUGIN_DEVICE, kName, "0.1.0", &kDeviceApi);
 
 }  // namespace
 
-extern "C" SG_EXPORT const sg_plugin* sexpgpu_plugin_entry_v1(const sg_host_api* host) {
-  if (!host || host->abi_major != SG_ABI_MAJOR) return nullptr;
-  g_host = host;
-  return &kPlugin;
-}
+SEXPGPU_SDK_ENTRY(kPlugin)

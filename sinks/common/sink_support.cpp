@@ -1,5 +1,5 @@
-// The stock sinks' shared support: error objects, the exception firewall,
-// paths, the event's kind, and a stdio file whose failures carry errno.
+// The stock sinks' shared support: paths, the event's kind, and a stdio
+// file whose failures carry errno.
 #include "common/sink_support.h"
 
 #include <unistd.h>
@@ -7,23 +7,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
 namespace sexpgpu::sinks {
 namespace {
-
-// Returned when even allocating an error failed; never freed.
-sg_error g_out_of_memory{SG_ERROR_OUT_OF_MEMORY, "out of memory"};
-
-sg_error* make_error(sg_error_code code, const char* plugin, const char* message) noexcept {
-  try {
-    return new sg_error{code, std::string(plugin) + ": " + message};
-  } catch (...) {
-    return &g_out_of_memory;
-  }
-}
 
 // Stops the SAX parse at the top-level "kind"'s value. Parse errors and
 // every other value just end the search.
@@ -77,34 +65,7 @@ class KindFinder : public nlohmann::json_sax<nlohmann::json> {
 }  // namespace
 
 void fail_io(const std::string& what, const std::string& path, int err) {
-  throw SinkFailure(SG_ERROR_IO, what + " " + path + ": " + std::strerror(err));
-}
-
-void error_destroy(sg_error* error) {
-  if (error != &g_out_of_memory) delete error;
-}
-
-void error_message(const sg_error* error, const char** out_message, size_t* out_len) {
-  *out_message = error->message.data();
-  *out_len = error->message.size();
-}
-
-sg_error_code error_code(const sg_error* error) {
-  return error->code;
-}
-
-sg_error* error_from_current_exception(const char* plugin) noexcept {
-  try {
-    throw;
-  } catch (const SinkFailure& e) {
-    return make_error(e.code(), plugin, e.what());
-  } catch (const std::bad_alloc&) {
-    return &g_out_of_memory;
-  } catch (const std::exception& e) {
-    return make_error(SG_ERROR_INTERNAL, plugin, e.what());
-  } catch (...) {
-    return make_error(SG_ERROR_INTERNAL, plugin, "unknown exception");
-  }
+  throw Failure(SG_ERROR_IO, what + " " + path + ": " + std::strerror(err));
 }
 
 std::string resolve_path(std::string_view run_dir, std::string_view arg) {

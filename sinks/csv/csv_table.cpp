@@ -18,7 +18,7 @@ using nlohmann::ordered_json;
 std::string shortest_round_trip(double value) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  if (ec != std::errc()) throw SinkFailure(SG_ERROR_INTERNAL, "cannot format a number");
+  if (ec != std::errc()) throw Failure(SG_ERROR_INTERNAL, "cannot format a number");
   return std::string(buf, end);
 }
 
@@ -154,7 +154,7 @@ void CsvTable::adopt_header(const std::string& existing) {
   if (!ours) {
     std::vector<std::string> fixed_fields;
     for (const std::string& name : fixed_) fixed_fields.push_back(csv_field(name));
-    throw SinkFailure(SG_ERROR_INVALID_ARGUMENT,
+    throw Failure(SG_ERROR_INVALID_ARGUMENT,
                       path_ +
                           " exists and is not a csv sink file: its header does not start with " +
                           join_fields(fixed_fields));

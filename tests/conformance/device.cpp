@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "host/abi_dtype.h"
+#include "ir/abi_dtype.h"
 #include "host/plugin_host.h"
 
 namespace conformance {
@@ -29,7 +29,7 @@ sg_buffer* Device::alloc(const ir::TensorType& type, std::string& error) {
   sg_buffer* b = nullptr;
   auto dims = type.shape.dims();
   error = take(
-      api_->alloc(device_, sexpgpu::host::abi_dtype(type.dtype), dims.data(), dims.size(), &b));
+      api_->alloc(device_, sexpgpu::ir::abi_dtype(type.dtype), dims.data(), dims.size(), &b));
   return b;
 }
 

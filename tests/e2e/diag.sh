@@ -2,12 +2,15 @@
 # Diagnostics end to end on the CPU (docs/diagnostics.md): defrun
 # :diagnostics and --diag select what runs; one diag event per selected
 # diagnostic at each sampled step, with finite values keyed by path, probe
-# or "global"; a defdiagnostic with reducers; unknown names and reducers
-# refused; nothing selected, nothing reported.
-# Usage: diag.sh SEXPGPU SOURCE_DIR
+# or "global"; a defdiagnostic with reducers, core ones and the reducer
+# plugins of diagnostics/; unknown names and reducers refused (a reducer no
+# plugin here gives at check, a plugin's error at run time); nothing
+# selected, nothing reported.
+# Usage: diag.sh SEXPGPU SOURCE_DIR TEST_PLUGIN_DIR
 set -u
 BIN=$1
 SRC=$2
+TESTPLUGINS=$3
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export SEXPGPU_RUNS=$TMP/runs
@@ -48,7 +51,7 @@ cat >"$TMP/net.lisp" <<'EOF'
   :reduce (:max :mean))
 (defdiagnostic hidden-hist :over :activations :value (lambda (a) a)
   :reduce (:histogram :frac-zero))
-(defdiagnostic odd :over :params :value (lambda (p) p) :reduce (:kurtosis))
+(defdiagnostic odd :over :params :value (lambda (p) p) :reduce (:kurtosis :quantiles :min :max))
 (defdiagnostic loss-again :over :activations :value (lambda (a) a) :select "sqerr")
 (defrun :steps 10 :log-every 1 :microbatches micro
   :diagnostics (:every 4 :select (:grad-norm :update-ratio :update-to-weight)))
@@ -91,9 +94,32 @@ check diag-none "map(select(.kind == \"diag\")) | length == 0" <(jq -s . "$TMP/n
 expect diag-unknown 2 $? "E-RUN-KEY --diag: no diagnostic named 'grad-nrom'; the diagnostics are: grad-norm, grad-rms" "$TMP/err"
 [ -e "$TMP/u/events.jsonl" ] && { echo "FAIL diag-unknown: the run started"; fail=$((fail + 1)); }
 
-# A reducer that is neither core nor a loaded plugin stops the run.
+# Reducer plugins (diagnostics/): kurtosis and quantiles beside the core's
+# min and max, per parameter; the quantiles in order and within the range.
 "$BIN" run "$TMP/net.lisp" --quiet --out "$TMP/k" --diag odd >"$TMP/out" 2>"$TMP/err"
-expect diag-reducer-missing 3 $? "E-DIAG-REDUCER diagnostic odd reduces with 'kurtosis'" "$TMP/err"
+expect diag-reducer-plugins-run 0 $?
+jq -s 'map(select(.kind == "diag" and .name == "odd"))' "$TMP/k/events.jsonl" >"$TMP/k.json"
+check diag-reducer-plugins-keys '[.[].values[] | keys] | length == 16 and all(. == ["kurtosis", "max", "min", "quantiles"])' "$TMP/k.json"
+check diag-quantiles-ordered '[.[].values[] | [.min, .quantiles.p01, .quantiles.p05, .quantiles.p25, .quantiles.p50, .quantiles.p75, .quantiles.p95, .quantiles.p99, .max] | . == sort] | length == 16 and all' "$TMP/k.json"
+# A weight matrix's kurtosis is a number (-1.2 for a uniform init); the one-element bias of fc2 has none.
+check diag-kurtosis '[.[].values["net.fc1.weight"].kurtosis] | all(type == "number" and . > -2 and . < 10)' "$TMP/k.json"
+check diag-kurtosis-undefined '[.[].values["net.fc2.bias"].kurtosis] | all(. == null)' "$TMP/k.json"
+
+# A reducer that is neither core nor a loaded plugin is a check error at its
+# defdiagnostic, and run refuses the file before it starts.
+sed 's/:reduce (:kurtosis :quantiles/:reduce (:kurtosys :quantiles/' "$TMP/net.lisp" >"$TMP/typo.lisp"
+"$BIN" check "$TMP/typo.lisp" >"$TMP/out" 2>"$TMP/err"
+expect diag-reducer-unknown-check 1 $? "typo.lisp:17:1: E-DIAG-REDUCER defdiagnostic odd: :reduce names 'kurtosys', which is neither a core reducer (mean rms l2 max-abs min max std frac-zero frac-nonfinite histogram) nor a loaded reducer plugin (" "$TMP/out"
+grep -q "quantiles" "$TMP/out" && echo "ok   diag-reducer-unknown-lists-plugins" ||
+  { echo "FAIL diag-reducer-unknown-lists-plugins"; cat "$TMP/out"; fail=$((fail + 1)); }
+"$BIN" run "$TMP/typo.lisp" --quiet --out "$TMP/t" >"$TMP/out" 2>"$TMP/err"
+expect diag-reducer-unknown-run 1 $? "E-DIAG-REDUCER" "$TMP/err"
+[ -e "$TMP/t/events.jsonl" ] && { echo "FAIL diag-reducer-unknown-run: the run started"; fail=$((fail + 1)); }
+
+# A reducer plugin's error stops the run at its first sampled step (exit 3).
+sed 's/:reduce (:kurtosis :quantiles/:reduce (:fails :quantiles/' "$TMP/net.lisp" >"$TMP/fails.lisp"
+SEXPGPU_PLUGIN_PATH="$TESTPLUGINS" "$BIN" run "$TMP/fails.lisp" --quiet --out "$TMP/f" --diag odd >"$TMP/out" 2>"$TMP/err"
+expect diag-reducer-plugin-error 3 $? "E-DIAG-REDUCER diagnostic odd: reducer fails update: fails: refuses every tensor" "$TMP/err"
 
 # An unknown name in defrun's :select is a check error at the defrun.
 sed 's/:update-to-weight)))/:update-to-weight :grad-nrom)))/' "$TMP/net.lisp" >"$TMP/bad.lisp"

@@ -53,6 +53,17 @@ jq_is doctor-json-cpu-device "$TMP/out" \
   '.devices | any(.plugin == "cpu" and .ok and .probe.available and .probe.count == 1)' \
   '"plugin": "cpu"'
 
+# The reducers a :reduce may name: the core's, then each loaded reducer
+# plugin's (diagnostics/ and the example) with its outputs.
+jq_is doctor-json-core-reducers "$TMP/out" \
+  '.reducers.core == ["mean", "rms", "l2", "max-abs", "min", "max", "std", "frac-zero", "frac-nonfinite", "histogram"]'
+jq_is doctor-json-reducer-plugins "$TMP/out" \
+  '[.reducers.plugins[] | select(.name == "quantiles" or .name == "kurtosis" or .name == "mean-abs")] == [{"name": "mean-abs", "outputs": ["mean", "count"]}, {"name": "kurtosis", "outputs": ["kurtosis"]}, {"name": "quantiles", "outputs": ["p01", "p05", "p25", "p50", "p75", "p95", "p99"]}]' \
+  '"outputs"'
+env -u SEXPGPU_PLUGIN_PATH "$BIN" doctor >"$TMP/out" 2>"$TMP/err"
+grep -q "^  quantiles: p01 p05 p25 p50 p75 p95 p99$" "$TMP/out" && grep -q "^reducers (defdiagnostic :reduce):$" "$TMP/out"
+check doctor-human-reducers $? "$TMP/out"
+
 # The test plugins: every reason, and the test device's probe.
 SEXPGPU_PLUGIN_PATH="$TESTPLUGINS" "$BIN" doctor --json >"$TMP/out" 2>"$TMP/err"
 check doctor-test-plugins-exit-0 $? "$TMP/err"

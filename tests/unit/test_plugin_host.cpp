@@ -110,7 +110,7 @@ TEST_CASE("a sink without an argument counts events", "[plugins]") {
 
 TEST_CASE("every broken plugin is listed with its reason, and nothing crashes", "[plugins]") {
   PluginHost h(std::vector<SearchDir>{{SEXPGPU_TEST_PLUGIN_DIR, "SEXPGPU_PLUGIN_PATH"}});
-  REQUIRE(h.plugins().size() == 7);
+  REQUIRE(h.plugins().size() == 8);
 
   const PluginRecord* abi2 = by_file(h, "libsexpgpu-abi2.so");
   REQUIRE(abi2);
@@ -160,6 +160,11 @@ TEST_CASE("every broken plugin is listed with its reason, and nothing crashes", 
   CHECK(api->probe(&json, &len) == nullptr);
   CHECK(std::string(json, len).find("\"available\":false") != std::string::npos);
   CHECK(h.sink("test-device") == nullptr);
+
+  // The loaded plugins by kind: what check and run hand the compiler.
+  CHECK(h.names(SG_PLUGIN_DEVICE) == std::vector<std::string>{"test-device"});
+  CHECK(h.names(SG_PLUGIN_REDUCER) == std::vector<std::string>{"fails"});
+  CHECK(h.names(SG_PLUGIN_SINK).empty());
 
   // Only loaded plugins are found by name.
   CHECK(h.find("abi-two") == nullptr);
