@@ -112,9 +112,9 @@ void LimitFlags::add_to(CLI::App* cmd) {
 
 std::unique_ptr<lisp::Session> LimitFlags::load(
     const std::string& file, const char* verb, int& exit_code, bool compile, bool print_diagnostics,
-    const std::vector<std::string>* reducer_plugins) const {
+    std::function<std::vector<std::string>()> reducer_plugins) const {
   auto s = std::make_unique<lisp::Session>(limits);
-  if (reducer_plugins) s->reducer_plugins = *reducer_plugins;
+  s->reducer_plugins = std::move(reducer_plugins);
   if (!request(s->selection().request)) {
     exit_code = kUsage;
     return nullptr;

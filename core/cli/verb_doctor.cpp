@@ -259,7 +259,8 @@ void add_doctor(CLI::App& app, int& exit_code) {
     const std::vector<std::string> reducer_plugins = h.names(SG_PLUGIN_REDUCER);
     std::unique_ptr<lisp::Session> s;
     if (!opts->file.empty()) {
-      s = opts->limits.load(opts->file, "doctor", exit_code, true, true, &reducer_plugins);
+      s = opts->limits.load(opts->file, "doctor", exit_code, true, true,
+                            [&reducer_plugins] { return reducer_plugins; });
       if (!s) return;
       if (s->sink.error_count() > 0 || !s->is_run_file || !s->compiled) {
         if (s->sink.error_count() == 0)

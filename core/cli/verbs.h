@@ -40,11 +40,11 @@ struct LimitFlags {
   // the diagnostics are printed; without `print_diagnostics` they are left
   // in the session (for --json). Under --quiet only errors are printed.
   // `reducer_plugins` (the loaded ones: PluginHost::names) lets the
-  // compiler refuse a :reduce that names no reducer here; null accepts any.
+  // compiler refuse a :reduce that names no reducer here; empty accepts any.
   std::unique_ptr<lisp::Session> load(
       const std::string& file, const char* verb, int& exit_code, bool compile = false,
       bool print_diagnostics = true,
-      const std::vector<std::string>* reducer_plugins = nullptr) const;
+      std::function<std::vector<std::string>()> reducer_plugins = {}) const;
 };
 
 // A numeric flag's check: its text must be a whole decimal number from

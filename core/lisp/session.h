@@ -2,8 +2,8 @@
 // with the prelude loaded. Every verb that reads Lisp starts from one.
 #pragma once
 
+#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,9 +48,9 @@ class Session {
   // `compiled` is set when it succeeded.
   void compile();
   // Set before compile(): the loaded reducer plugins' names, which
-  // defdiagnostic :reduce may name besides the core's (runfile::CompileEnv);
-  // nullopt accepts any name.
-  std::optional<std::vector<std::string>> reducer_plugins;
+  // defdiagnostic :reduce may name besides the core's (runfile::CompileEnv,
+  // called only for a non-core name); empty accepts any name.
+  std::function<std::vector<std::string>()> reducer_plugins;
   std::shared_ptr<runfile::CompiledRun> compiled;
 
  private:

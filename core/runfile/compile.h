@@ -19,6 +19,7 @@
 // name: "batch:x", "ctx:step", "rng", and Param nodes by path.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -131,8 +132,10 @@ StepFlops step_flops(const CompiledRun& run, const SizedFunction* train = nullpt
 struct CompileEnv {
   // The names of the loaded reducer plugins: a defdiagnostic's :reduce
   // naming neither a core reducer nor one of these is E-DIAG-REDUCER.
-  // nullopt when unknown: any name is accepted (the run checks it).
-  std::optional<std::vector<std::string>> reducer_plugins;
+  // Called only when a :reduce names no core reducer, so a file that uses
+  // only the core's never pays for loading the plugins; empty when unknown:
+  // any name is accepted (the run checks it).
+  std::function<std::vector<std::string>()> reducer_plugins;
 };
 
 // Stages the contract of an evaluated run file. Errors are reported to the

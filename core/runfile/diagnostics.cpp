@@ -513,9 +513,12 @@ void check_names(Interp& in, const Contract& contract, const std::vector<Recipe>
 // plugin's, when the CLI said which plugins loaded (compile.h, CompileEnv).
 void check_reducers(Interp& in, const DiagnosticDecl& d, const CompileEnv& env) {
   if (!env.reducer_plugins) return;
-  const std::vector<std::string>& loaded = *env.reducer_plugins;
+  std::optional<std::vector<std::string>> plugins;  // asked for at the first non-core name
   for (const std::string& r : d.reduce) {
-    if (is_core_reducer(r) || std::find(loaded.begin(), loaded.end(), r) != loaded.end()) continue;
+    if (is_core_reducer(r)) continue;
+    if (!plugins) plugins = env.reducer_plugins();
+    const std::vector<std::string>& loaded = *plugins;
+    if (std::find(loaded.begin(), loaded.end(), r) != loaded.end()) continue;
     auto list = [](const std::vector<std::string>& names) {
       std::string out;
       for (const std::string& n : names) out += (out.empty() ? "" : " ") + n;
