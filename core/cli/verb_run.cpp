@@ -245,7 +245,7 @@ void add_run(CLI::App& app, int& exit_code) {
       return;
     }
     host::PluginHost plugins(host::default_search_path());
-    exit_code = train::train(*s->compiled, runfile::loaders_of(in), ro, plugins);
+    exit_code = train::train(*s->compiled, ro, plugins);
     (void)s.release();  // the process ends next
   });
 }

@@ -76,12 +76,12 @@ std::string content_hash(std::string_view text) {
   return buf;
 }
 
-Trainer::Trainer(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
-                 const RunOptions& options, host::PluginHost& plugins)
-    : run_(run), loaders_(loaders), opt_(options), plugins_(plugins) {
+Trainer::Trainer(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins)
+    : run_(run), opt_(options), plugins_(plugins) {
   steps_ = options.steps.value_or(run.steps);
   seed_ = options.seed.value_or(run.run.seed);
-  target_ = run.run.target;
+  if (run.run.target)
+    target_ = run::Target{run.run.target->metric, run.run.target->op, run.run.target->value};
   target_stop_ = run.run.target_stop;
   file_hash_ = content_hash(options.file_text);
   ir_json_ = ir::to_json(run.module).dump();
@@ -160,8 +160,7 @@ Maybe Trainer::open_device() {
 // A device's probe may give each GPU's datasheet peak by precision
 // ("peak_flops": {"bf16", "tf32", "f32"}); the run's precision picks one.
 void Trainer::set_peak_flops() {
-  for (const runfile::SizedFunction& f : run_.train_fns)
-    step_flops_[f.fn] = runfile::step_flops(run_, &f).total();
+  for (const auto& [fn, flops] : run_.step_flops) step_flops_[fn] = flops.total();
   size_t ordinal = size_t(device_ordinal(opt_.device).value_or(0));
   const json& devices = device_->probe().value("devices", json::array());
   if (!devices.is_array() || ordinal >= devices.size()) return;
@@ -190,7 +189,7 @@ Maybe Trainer::check_memory() {
 // Every loader's data in memory (each source loads once, whoever asks
 // first), so a missing or unreadable file stops the run before it starts.
 Maybe Trainer::load_data() {
-  for (const runfile::LoaderDecl& decl : loaders_.decls)
+  for (const spec::LoaderDecl& decl : run_.loaders.decls)
     if (data::Status st = decl.source->load(); !st)
       return Failure{"E-LOADER-SOURCE", "loader " + decl.name + ": " + st.error()};
   return std::nullopt;
@@ -253,7 +252,7 @@ Maybe Trainer::allocate() {
     into = std::move(b).value();
     return std::nullopt;
   };
-  for (const runfile::ParamEntry& p : run_.params) {
+  for (const spec::ParamEntry& p : run_.params) {
     Slot& s = params_[p.path];
     if (Maybe f = alloc(p.type, s.current)) return f;
     if (p.trainable)
@@ -265,7 +264,7 @@ Maybe Trainer::allocate() {
       if (Maybe f = alloc(p.type, acc_[p.path].spare)) return f;
     }
   }
-  for (const runfile::StateEntry& s : run_.states) {
+  for (const spec::StateEntry& s : run_.states) {
     Slot& slot = states_[s.tensor_name()];
     if (Maybe f = alloc(s.type, slot.current)) return f;
     if (Maybe f = alloc(s.type, slot.spare)) return f;
@@ -278,7 +277,7 @@ Maybe Trainer::allocate() {
       const ir::Node& n = fn.node(id);
       if (n.op != ir::Op::Input) continue;
       const std::string& in = *n.attrs.name;
-      if (auto key = runfile::ctx_key_of_input(in)) {
+      if (auto key = spec::ctx_key_of_input(in)) {
         if (!ctx_.count(*key))
           if (Maybe f = alloc(n.type, ctx_[*key])) return f;
       } else if (in.rfind("batch:", 0) == 0) {
@@ -327,7 +326,7 @@ Maybe Trainer::initialise() {
   if (std::string e = device_->upload(rng_, rng, sizeof rng); !e.empty())
     return Failure{"E-DEVICE", e};
   if (Maybe f = run_fn("init", nullptr, true)) return f;
-  for (const runfile::StateEntry& s : run_.states) {
+  for (const spec::StateEntry& s : run_.states) {
     const Buffer& b = states_[s.tensor_name()].current;
     std::vector<float> fill(size_t(s.type.shape.numel().value_or(0)), float(s.fill));
     if (s.type.dtype != ir::DType::F32)
@@ -341,7 +340,7 @@ Maybe Trainer::initialise() {
 
 // A loader of the file at its start, seeded by the run unless it has its
 // own :seed, in the current stage.
-Maybe Trainer::make_loader(const runfile::LoaderDecl& decl, std::optional<data::Loader>& out) {
+Maybe Trainer::make_loader(const spec::LoaderDecl& decl, std::optional<data::Loader>& out) {
   data::LoaderOptions o = decl.options;
   if (!decl.has_seed) o.seed = uint64_t(seed_);
   ir::Result<data::Loader> loader = data::Loader::create(decl.source, o);
@@ -354,7 +353,7 @@ Maybe Trainer::make_loader(const runfile::LoaderDecl& decl, std::optional<data::
 
 Maybe Trainer::start_loader(std::optional<json> saved) {
   std::optional<data::Loader> made;
-  if (Maybe f = make_loader(*loaders_.find(run_.train_loader), made)) return f;
+  if (Maybe f = make_loader(*run_.loaders.find(run_.train_loader), made)) return f;
   data::Loader& l = *made;
   if (saved)
     if (data::Status s = l.restore(*saved); !s) return Failure{"E-RESUME-MISMATCH", s.error()};
@@ -363,7 +362,7 @@ Maybe Trainer::start_loader(std::optional<json> saved) {
 }
 
 // The loader's options in the current stage (LoaderDecl::overrides_for).
-data::StageOverrides Trainer::overrides_for(const runfile::LoaderDecl& loader) const {
+data::StageOverrides Trainer::overrides_for(const spec::LoaderDecl& loader) const {
   if (run_.stages.empty()) return {};
   return loader.overrides_for(run_.stages[stage_].name);
 }
@@ -373,12 +372,12 @@ Maybe Trainer::enter_stage(size_t index) {
   if (prefetch_) {
     data::Loader l = std::move(*prefetch_).stop();
     prefetch_.reset();
-    if (data::Status st = l.apply_stage(overrides_for(*loaders_.find(run_.train_loader))); !st)
+    if (data::Status st = l.apply_stage(overrides_for(*run_.loaders.find(run_.train_loader))); !st)
       return Failure{"E-LOADER-SOURCE", st.error()};
     prefetch_ = std::make_unique<data::Prefetcher>(std::move(l), 4);
   }
   json shapes = json::object();
-  for (const runfile::LoaderDecl& l : loaders_.decls) {
+  for (const spec::LoaderDecl& l : run_.loaders.decls) {
     data::StageOverrides o = overrides_for(l);
     shapes[l.name] = {{"batch", o.batch.value_or(l.options.batch)}};
     if (o.seq_len) shapes[l.name]["seq_len"] = *o.seq_len;
@@ -475,7 +474,7 @@ Maybe Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, bool
       b = &params_.at(s).current;
     } else if (s == "rng") {
       b = &rng_;
-    } else if (auto key = runfile::ctx_key_of_input(s)) {
+    } else if (auto key = spec::ctx_key_of_input(s)) {
       b = &ctx_.at(*key);
     } else if (s.rfind("grad:", 0) == 0) {
       std::string path = s.substr(5);
@@ -569,19 +568,19 @@ Maybe Trainer::set_ctx(int64_t microbatch) {
   return std::nullopt;
 }
 
-const std::string* Trainer::sized_fn_for(const std::vector<runfile::SizedFunction>& fns,
+const std::string* Trainer::sized_fn_for(const std::vector<spec::SizedFunction>& fns,
                                          const data::Batch& batch) {
-  for (const runfile::SizedFunction& f : fns)
+  for (const spec::SizedFunction& f : fns)
     if (f.rows == batch.size && f.seq_len == batch.seq_len) return &f.fn;
   return nullptr;
 }
 
 // A batch of a shape nothing was compiled for: compile_run compiles every
 // shape the loader can give, so this is a bug, said as such.
-Failure Trainer::no_sized_fn(const std::vector<runfile::SizedFunction>& fns,
+Failure Trainer::no_sized_fn(const std::vector<spec::SizedFunction>& fns,
                              const data::Batch& batch) {
   std::string compiled;
-  for (const runfile::SizedFunction& f : fns)
+  for (const spec::SizedFunction& f : fns)
     compiled += (compiled.empty() ? "" : ", ") + std::to_string(f.rows) +
                 (f.seq_len ? "x" + std::to_string(f.seq_len) : "");
   return Failure{"E-LOADER-SOURCE",
@@ -670,7 +669,7 @@ void Trainer::report_step(const Scalars& s, double step_ms) {
   for (auto& [k, v] : metrics.items()) {
     if (!v.is_number()) continue;
     bool schedule = false;
-    for (const runfile::GroupEntry& g : run_.groups)
+    for (const spec::GroupEntry& g : run_.groups)
       schedule = schedule || std::find(g.series.begin(), g.series.end(), k) != g.series.end();
     if (schedule)
       summary_.observe_final(k, v.get<double>());
@@ -728,8 +727,8 @@ nlohmann::json Trainer::open_metadata() const {
   for (const auto& [path, text] : opt_.modules)
     modules.push_back({{"path", path}, {"hash", content_hash(text)}});
   int64_t param_count = 0;
-  for (const runfile::ParamEntry& p : run_.params) param_count += p.type.shape.numel().value_or(0);
-  const runfile::LoaderDecl* train = loaders_.find(run_.train_loader);
+  for (const spec::ParamEntry& p : run_.params) param_count += p.type.shape.numel().value_or(0);
+  const spec::LoaderDecl* train = run_.loaders.find(run_.train_loader);
   char time[64];
   std::time_t t = std::time(nullptr);
   std::strftime(time, sizeof time, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
@@ -758,7 +757,7 @@ nlohmann::json Trainer::open_metadata() const {
 
 Maybe Trainer::after_step(bool& stop) {
   const int64_t done = step_;
-  for (const runfile::EvalPass& pass : run_.evals) {
+  for (const spec::EvalPass& pass : run_.evals) {
     bool periodic = pass.decl.every > 0 && done % pass.decl.every == 0 && done < steps_;
     bool at_end = pass.decl.at_end && done == steps_;
     if (periodic || at_end)
@@ -850,7 +849,7 @@ int Trainer::run() {
   if (!run_.stages.empty())
     if (Maybe e = enter_stage(stage_)) return finish("failed", 3, e);
   if (step_ == 0)
-    for (const runfile::EvalPass& pass : run_.evals)
+    for (const spec::EvalPass& pass : run_.evals)
       if (pass.decl.at_start)
         if (Maybe e = evaluate(pass)) return finish("failed", 3, e);
 
@@ -910,7 +909,7 @@ int Trainer::run() {
   }
   if (step_ == steps_ || stop) {
     if (stop)
-      for (const runfile::EvalPass& pass : run_.evals) {
+      for (const spec::EvalPass& pass : run_.evals) {
         auto last = last_eval_step_.find(pass.decl.name);
         bool done_here = last != last_eval_step_.end() && last->second == step_;
         if (pass.decl.at_end && !done_here)
@@ -922,9 +921,8 @@ int Trainer::run() {
   return finish("finished", 0, std::nullopt);
 }
 
-int train(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
-          const RunOptions& options, host::PluginHost& plugins) {
-  Trainer t(run, loaders, options, plugins);
+int train(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins) {
+  Trainer t(run, options, plugins);
   return t.run();
 }
 

@@ -1,5 +1,5 @@
-// The fixed training loop (run-file.md, observe.md): given a compiled run
-// file, trains it on a device plugin, writing the run directory (events,
+// The fixed training loop (run-file.md, observe.md): given a run spec
+// (spec/run_spec.h), trains it on a device plugin, writing the run directory (events,
 // status, checkpoints) as it goes, and returns the process's exit code.
 #pragma once
 
@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "host/plugin_host.h"
-#include "runfile/compile.h"
-#include "runfile/loaders.h"
+#include "spec/run_spec.h"
 
 namespace sexpgpu::train {
 
@@ -36,8 +35,7 @@ struct RunOptions {
 };
 
 // Trains; the result is the exit code of cli.md (0, 3, 4, 75, 130).
-int train(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
-          const RunOptions& options, host::PluginHost& plugins);
+int train(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins);
 
 // The `close` event of a run that failed before its directory was written
 // (no events.jsonl): state "failed", `exit_code`, an empty summary and

@@ -25,13 +25,13 @@ Maybe Trainer::checkpoint() {
   storage.reserve(run_.params.size() + run_.states.size());
   run::CheckpointContent content;
   content.step = step_;
-  for (const runfile::ParamEntry& p : run_.params) {
+  for (const spec::ParamEntry& p : run_.params) {
     storage.emplace_back();
     if (Maybe f = download(params_.at(p.path).current, storage.back())) return f;
     auto dims = p.type.shape.dims();
     content.params.push_back({p.path, p.type.dtype, {dims.begin(), dims.end()}, storage.back()});
   }
-  for (const runfile::StateEntry& s : run_.states) {
+  for (const spec::StateEntry& s : run_.states) {
     storage.emplace_back();
     if (Maybe f = download(states_.at(s.tensor_name()).current, storage.back())) return f;
     auto dims = s.type.shape.dims();
@@ -120,9 +120,9 @@ Maybe Trainer::resume(const std::string& checkpoint_dir) {
       return Failure{"E-DEVICE", e};
     return std::nullopt;
   };
-  for (const runfile::ParamEntry& p : run_.params)
+  for (const spec::ParamEntry& p : run_.params)
     if (Maybe f = restore(*ck->model, p.path, p.type, params_.at(p.path).current)) return f;
-  for (const runfile::StateEntry& s : run_.states)
+  for (const spec::StateEntry& s : run_.states)
     if (Maybe f = restore(*ck->optimizer, run::optimizer_tensor_name(s.param, s.name), s.type,
                           states_.at(s.tensor_name()).current))
       return f;

@@ -1,4 +1,4 @@
-// Diagnostics on sampled steps (trainer_impl.h; runfile/diagnostics.h for
+// Diagnostics on sampled steps (trainer_impl.h; spec/run_spec.h for
 // what the functions compute). Nothing is compiled or allocated for a
 // diagnostic until it is selected: the first finite step with a selection
 // compiles the selected ones (and the forward pass when one is over
@@ -6,16 +6,16 @@
 // them between the update and the swap, and reports one diag event each.
 #include "ir/json.h"
 #include "ir/passes.h"
-#include "runfile/diagnostics.h"
+#include "train/diag_values.h"
 #include "train/trainer_impl.h"
 
 namespace sexpgpu::train {
 
 using nlohmann::json;
-using runfile::DiagnosticPlan;
+using spec::DiagnosticPlan;
 
 struct Trainer::DiagRuntime {
-  std::vector<const runfile::Diagnostic*> selected;
+  std::vector<const spec::Diagnostic*> selected;
   bool activations = false;                     // a selected one reads probes
   std::map<std::string, Bound> programs;        // by function name
   std::map<std::string, std::string> forwards;  // diag:forward by its shape's suffix
@@ -23,7 +23,7 @@ struct Trainer::DiagRuntime {
 
 namespace {
 
-// A sized function's shape as its name says it (compile.h): "@96", "@128x64",
+// A sized function's shape as its name says it (spec/run_spec.h): "@96", "@128x64",
 // or "" for the loader's own batch; diag:...:activations and diag:forward are
 // named after the train_step they go with (runfile/diagnostics.cpp).
 std::string shape_suffix(const std::string& fn) {
@@ -36,7 +36,7 @@ bool sampled(int64_t done, int64_t every, int64_t steps) {
   return done == 1 || done % every == 0 || done == steps;
 }
 
-std::vector<std::string> selected_names(const runfile::RunDecl& run,
+std::vector<std::string> selected_names(const spec::RunDecl& run,
                                         const std::vector<std::string>& flags) {
   std::vector<std::string> out;
   for (const std::vector<std::string>* list : {&run.diagnostics_select, &flags})
@@ -60,7 +60,7 @@ ir::Result<ir::Module> optimized(const DiagnosticPlan& plan, const std::vector<s
 
 std::string core_reducer_list() {
   std::string out;
-  for (const std::string& r : runfile::core_reducers()) out += (out.empty() ? "" : " ") + r;
+  for (const std::string& r : spec::core_reducers()) out += (out.empty() ? "" : " ") + r;
   return out;
 }
 
@@ -76,7 +76,7 @@ Maybe Trainer::prepare_diagnostics() {
   const DiagnosticPlan& plan = *run_.diagnostics;
   auto rt = std::make_shared<DiagRuntime>();
   for (const std::string& name : selected_names(run_.run, opt_.diags)) {
-    const runfile::Diagnostic* d = plan.find(name);
+    const spec::Diagnostic* d = plan.find(name);
     if (!d)
       return Failure{"E-RUN-KEY",
                      "no diagnostic named '" + name + "'; the diagnostics are: " + plan.names()};
@@ -91,10 +91,10 @@ Maybe Trainer::prepare_diagnostics() {
     if (d->over_activations && !plan.forwards.empty()) rt->activations = true;
   }
   std::vector<std::string> fns;
-  for (const runfile::Diagnostic* d : rt->selected)
-    for (const runfile::DiagFunction& f : d->fns) fns.push_back(f.fn);
+  for (const spec::Diagnostic* d : rt->selected)
+    for (const spec::DiagFunction& f : d->fns) fns.push_back(f.fn);
   if (rt->activations)
-    for (const runfile::SizedFunction& f : plan.forwards) {
+    for (const spec::SizedFunction& f : plan.forwards) {
       fns.push_back(f.fn);
       rt->forwards[shape_suffix(f.fn)] = f.fn;
     }
@@ -116,7 +116,7 @@ Maybe Trainer::prepare_diagnostics() {
     }
     // A ctx key only a diagnostic reads gets its buffer here; set_ctx fills it.
     for (ir::NodeId id : fn.inputs)
-      if (auto key = runfile::ctx_key_of_input(fn.node(id).attrs.name.value_or("")))
+      if (auto key = spec::ctx_key_of_input(fn.node(id).attrs.name.value_or("")))
         if (!ctx_.count(*key)) {
           ir::Result<Buffer> b = device_->alloc(fn.node(id).type);
           if (!b) return Failure{"E-DEVICE", b.error()};
@@ -130,7 +130,7 @@ Maybe Trainer::prepare_diagnostics() {
   return std::nullopt;
 }
 
-// Binds a diagnostic function's inputs by name (diagnostics.h) and runs it.
+// Binds a diagnostic function's inputs by name (spec/run_spec.h) and runs it.
 Maybe Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
   const ir::Function& fn = program.program->function();
   const bool summed = run_.run.microbatches > 1;
@@ -144,7 +144,7 @@ Maybe Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
       b = &params_.at(s).current;
     else if (s == "rng")
       b = &rng_;
-    else if (auto key = runfile::ctx_key_of_input(s))
+    else if (auto key = spec::ctx_key_of_input(s))
       b = &ctx_.at(*key);
     else if (s.rfind("grad:", 0) == 0)
       b = summed ? &acc_.at(after(5)).current : &grads_.at(after(5));
@@ -179,14 +179,14 @@ Maybe Trainer::run_diagnostics() {
                                    train_fn))
       return f;
   auto reducers = [&](const std::string& name) { return plugins_.reducer(name); };
-  for (const runfile::Diagnostic* d : diag_->selected) {
+  for (const spec::Diagnostic* d : diag_->selected) {
     json values = json::object();
-    for (const runfile::DiagFunction& f : d->fns) {
+    for (const spec::DiagFunction& f : d->fns) {
       if (f.rows != 0 && shape_suffix(f.fn) != shape_suffix(train_fn)) continue;
       Bound& program = diag_->programs.at(f.fn);
       if (Maybe e = run_diag_program(program, train_fn)) return e;
       if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
-      runfile::DiagDownloads downloads;
+      DiagDownloads downloads;
       for (auto& [name, buffer] : program.own) {
         std::vector<float>& v = downloads[name];
         v.resize(size_t(buffer.type().shape.numel().value_or(0)));
@@ -194,7 +194,7 @@ Maybe Trainer::run_diagnostics() {
           return Failure{"E-DEVICE", e};
       }
       if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
-      if (std::string e = runfile::add_diag_values(f, downloads, reducers, values); !e.empty())
+      if (std::string e = add_diag_values(f, downloads, reducers, values); !e.empty())
         return Failure{"E-DIAG-REDUCER", "diagnostic " + d->name + ": " + e};
     }
     (void)events_->diag(done, d->name, values);

@@ -18,12 +18,12 @@ bool Trainer::target_check(const std::string& metric, double value) {
   return true;
 }
 
-Maybe Trainer::evaluate(const runfile::EvalPass& pass) {
+Maybe Trainer::evaluate(const spec::EvalPass& pass) {
   auto t0 = std::chrono::steady_clock::now();
   last_eval_step_[pass.decl.name] = step_;
   (void)status_->set_state("evaluating");
   std::optional<data::Loader> made;
-  if (Maybe f = make_loader(*loaders_.find(pass.decl.loader), made)) return f;
+  if (Maybe f = make_loader(*run_.loaders.find(pass.decl.loader), made)) return f;
   data::Loader& l = *made;
   int64_t batches = pass.decl.batches < 0 ? l.batches_per_epoch() : pass.decl.batches;
   struct Fold {
@@ -42,26 +42,25 @@ Maybe Trainer::evaluate(const runfile::EvalPass& pass) {
     Scalars s;
     if (Maybe f = run_fn(*fn, &s)) return f;
     examples += batch->size;
-    for (const runfile::MetricEntry& m : pass.metrics) {
+    for (const spec::MetricEntry& m : pass.metrics) {
       double v = s["metric:" + m.name];
       Fold& f = folds[m.name];
       switch (m.reduce) {
-        case runfile::MetricReduce::Mean:
+        case spec::MetricReduce::Mean:
           f.value += v * double(batch->size), f.weight += double(batch->size);
           break;
-        case runfile::MetricReduce::Sum: f.value += v; break;
-        case runfile::MetricReduce::Min: f.value = f.any ? std::min(f.value, v) : v; break;
-        case runfile::MetricReduce::Max: f.value = f.any ? std::max(f.value, v) : v; break;
-        case runfile::MetricReduce::Last: f.value = v; break;
+        case spec::MetricReduce::Sum: f.value += v; break;
+        case spec::MetricReduce::Min: f.value = f.any ? std::min(f.value, v) : v; break;
+        case spec::MetricReduce::Max: f.value = f.any ? std::max(f.value, v) : v; break;
+        case spec::MetricReduce::Last: f.value = v; break;
       }
       f.any = true;
     }
   }
   json metrics = json::object();
-  for (const runfile::MetricEntry& m : pass.metrics) {
+  for (const spec::MetricEntry& m : pass.metrics) {
     Fold& f = folds[m.name];
-    double v =
-        m.reduce == runfile::MetricReduce::Mean && f.weight > 0 ? f.value / f.weight : f.value;
+    double v = m.reduce == spec::MetricReduce::Mean && f.weight > 0 ? f.value / f.weight : f.value;
     std::string series = pass.decl.name + "/" + m.name;
     metrics[series] = std::isfinite(v) ? json(v) : json(nullptr);
     latest_[series] = v;

@@ -5,7 +5,7 @@
 // Device memory: every parameter and optimizer state has two buffers; the
 // update writes the spare ones and they are swapped only when the step is
 // finite, so a non-finite step never touches the parameters. Inputs and
-// outputs are bound to programs by name at each call (see compile.h for
+// outputs are bound to programs by name at each call (see spec/run_spec.h for
 // the names), which keeps one table per kind of tensor instead of per
 // program.
 #pragma once
@@ -53,8 +53,7 @@ using Scalars = std::map<std::string, double>;
 
 class Trainer {
  public:
-  Trainer(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
-          const RunOptions& options, host::PluginHost& plugins);
+  Trainer(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins);
   int run();
 
  private:
@@ -68,12 +67,12 @@ class Trainer {
   Maybe compile();
   Maybe allocate();
   Maybe initialise();
-  Maybe make_loader(const runfile::LoaderDecl& decl, std::optional<data::Loader>& out);
+  Maybe make_loader(const spec::LoaderDecl& decl, std::optional<data::Loader>& out);
   Maybe start_loader(std::optional<nlohmann::json> saved);
   // Curriculum: moves the loaders to stage `index` and reports it.
   Maybe enter_stage(size_t index);
   Maybe check_stage_end();
-  data::StageOverrides overrides_for(const runfile::LoaderDecl& loader) const;
+  data::StageOverrides overrides_for(const spec::LoaderDecl& loader) const;
   nlohmann::json open_metadata() const;
   nlohmann::json memory_metadata() const;
   void set_peak_flops();
@@ -88,10 +87,9 @@ class Trainer {
   Maybe set_ctx(int64_t microbatch);
   Maybe upload_scalar(const Buffer& b, double value);
   // The function of `fns` compiled for the batch's shape, or null.
-  static const std::string* sized_fn_for(const std::vector<runfile::SizedFunction>& fns,
+  static const std::string* sized_fn_for(const std::vector<spec::SizedFunction>& fns,
                                          const data::Batch& batch);
-  static Failure no_sized_fn(const std::vector<runfile::SizedFunction>& fns,
-                             const data::Batch& batch);
+  static Failure no_sized_fn(const std::vector<spec::SizedFunction>& fns, const data::Batch& batch);
 
   // The loop (trainer.cpp).
   Maybe train_step(Scalars& out, bool& nonfinite, std::string& what);
@@ -106,7 +104,7 @@ class Trainer {
   Maybe run_diagnostics();
 
   // Evaluation (trainer_eval.cpp).
-  Maybe evaluate(const runfile::EvalPass& pass);
+  Maybe evaluate(const spec::EvalPass& pass);
   bool target_check(const std::string& metric, double value);
 
   // Checkpoints (trainer_checkpoint.cpp).
@@ -117,8 +115,7 @@ class Trainer {
   Maybe resume(const std::string& checkpoint_dir);
   Maybe download(const Buffer& b, std::vector<std::byte>& out);
 
-  const runfile::CompiledRun& run_;
-  const runfile::Loaders& loaders_;
+  const spec::RunSpec& run_;
   const RunOptions& opt_;
   host::PluginHost& plugins_;
 
@@ -161,8 +158,8 @@ class Trainer {
   double wall_before_resume_ = 0;
   // The log interval's accumulated time and examples.
   double interval_ms_ = 0;
-  // The mfu series: the interval's FLOPs (runfile::step_flops of each step's
-  // batch shape, by train function) over its time and the device's peak
+  // The mfu series: the interval's FLOPs (the spec's step_flops of each
+  // step's batch shape, by train function) over its time and the device's peak
   // rate at the run's precision (0: the device names none, so no mfu series).
   std::map<std::string, double> step_flops_;
   double interval_flops_ = 0, peak_flops_ = 0;
