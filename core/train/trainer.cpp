@@ -80,8 +80,10 @@ Trainer::Trainer(const spec::RunSpec& run, const RunOptions& options, host::Plug
     : run_(run), opt_(options), plugins_(plugins) {
   steps_ = options.steps.value_or(run.steps);
   seed_ = options.seed.value_or(run.run.seed);
-  if (run.run.target)
-    target_ = run::Target{run.run.target->metric, run.run.target->op, run.run.target->value};
+  if (const std::optional<spec::TargetDecl>& t = run.run.target) {
+    target_.emplace();
+    target_->metric = t->metric, target_->op = t->op, target_->value = t->value;
+  }
   target_stop_ = run.run.target_stop;
   file_hash_ = content_hash(options.file_text);
   ir_json_ = ir::to_json(run.module).dump();
@@ -206,14 +208,18 @@ Maybe Trainer::resolve() {
   return load_data();
 }
 
-// A run that fails before its directory is written: the error on standard
-// error, and with --json its close event on standard output.
-int Trainer::refuse(const Failure& f, int exit_code) {
-  std::cerr << "sexpgpu run: " << f.code << " " << f.message << "\n";
-  if (opt_.json)
-    std::cout << unstarted_close_line(exit_code, {{"code", f.code}, {"message", f.message}}) << "\n"
-              << std::flush;
-  return exit_code;
+// The CLI prints a refusal's error and, with --json, its close event
+// (unstarted_close_line).
+RunOutcome Trainer::refuse(const Failure& f) const {
+  RunOutcome o;
+  o.end = RunEnd::Refused;
+  o.state = "failed";
+  o.error = Diagnostic{f.code, severity_of(f.code), {}, f.message, "", {}};
+  return o;
+}
+
+void Trainer::report(const std::string& message) const {
+  if (opt_.report) opt_.report(message);
 }
 
 std::string unstarted_close_line(int exit_code, const nlohmann::json& error) {
@@ -431,8 +437,7 @@ void Trainer::feed_sinks(const std::string& line) {
       err = c.api->event(c.sink, line.data(), line.size());
     }
     if (!err) continue;
-    std::string message = "sink " + c.name + ": " + host::take_error(c.api, err);
-    std::cerr << "sexpgpu run: " << message << "\n";
+    report("sink " + c.name + ": " + host::take_error(c.api, err));
     if (c.sink) (void)host::take_error(c.api, c.api->close(c.sink));
     c.api = nullptr;
     c.sink = nullptr;
@@ -443,7 +448,7 @@ void Trainer::close_sinks() {
   for (SinkConnection& c : sinks_) {
     if (!c.api || !c.sink) continue;
     if (std::string e = host::take_error(c.api, c.api->close(c.sink)); !e.empty())
-      std::cerr << "sexpgpu run: sink " << c.name << ": " << e << "\n";
+      report("sink " + c.name + ": " + e);
     c.sink = nullptr;
   }
 }
@@ -772,7 +777,31 @@ Maybe Trainer::after_step(bool& stop) {
   return std::nullopt;
 }
 
-int Trainer::finish(const std::string& state, int exit_code, const Maybe& error) {
+namespace {
+
+const char* state_of(RunEnd end) {
+  switch (end) {
+    case RunEnd::Finished: return "finished";
+    case RunEnd::Refused:
+    case RunEnd::Failed: return "failed";
+    case RunEnd::NonFinite: return "nonfinite";
+    case RunEnd::Stopped:
+    case RunEnd::Interrupted: return "stopped";
+    case RunEnd::Preempted: return "preempted";
+  }
+  return "failed";
+}
+
+}  // namespace
+
+RunOutcome Trainer::finish(RunEnd end, const Maybe& error) {
+  RunOutcome o;
+  o.end = end;
+  o.state = state_of(end);
+  if (error)
+    o.error = Diagnostic{error->code, severity_of(error->code), {}, error->message, "", {}};
+  const int exit_code = opt_.exit_code_of(o);
+  const std::string& state = o.state;
   double wall = wall_before_resume_ + now_ms(started_) / 1000.0;
   summary_.set_counts(step_, wall, tokens_, examples_);
   if (target_) summary_.set_target(*target_);
@@ -785,28 +814,17 @@ int Trainer::finish(const std::string& state, int exit_code, const Maybe& error)
   close_sinks();
   if (status_) (void)status_->finish(state, exit_code, summary, err, next);
   if (progress_tty_) std::cerr << "\n";
-  if (error) std::cerr << "sexpgpu run: " << error->code << " " << error->message << "\n";
-  if (!opt_.json) {
-    char head[160];
-    std::snprintf(head, sizeof head, "%.1f s (%.2f ms/step)", wall,
-                  step_ ? 1000.0 * wall / double(step_) : 0.0);
-    std::cout << "run " << opt_.slug << ": " << state << " at step " << step_ << "/" << steps_
-              << " in " << head << "\n";
-    for (auto& [k, v] : summary_.final_values())
-      if (run::RunSummary::has_best(k)) std::cout << "  " << k << " " << v << "\n";
-    if (target_)
-      std::cout << "  target " << target_->metric << " " << target_->op << " " << target_->value
-                << ": "
-                << (target_->reached ? "reached at step " + std::to_string(*target_->step)
-                                     : "not reached")
-                << "\n";
-    std::cout << "  run directory " << opt_.run_dir << "\n";
-    if (next) std::cout << "  resume with: " << *next << "\n";
-  }
-  return exit_code;
+  o.step = step_;
+  o.steps = steps_;
+  o.wall_s = wall;
+  for (auto& [k, v] : summary_.final_values())
+    if (run::RunSummary::has_best(k)) o.final_values.emplace_back(k, v);
+  o.target = target_;
+  o.resume_command = next;
+  return o;
 }
 
-int Trainer::run() {
+RunOutcome Trainer::run() {
   started_ = std::chrono::steady_clock::now();
   install_signal_handlers();
   // Writing to a closed pipe (run --json | head) fails the write instead of
@@ -816,10 +834,9 @@ int Trainer::run() {
   // run directory is touched: its record stays the earlier run's.
   std::string resume_from;
   if (!opt_.resume.empty())
-    if (Maybe f = check_resume(resume_from))
-      return refuse(*f, f->code == "E-RESUME-MISMATCH" ? 1 : 3);
-  if (Maybe f = resolve()) return refuse(*f, 3);
-  if (Maybe f = open_outputs()) return refuse(*f, 3);
+    if (Maybe f = check_resume(resume_from)) return refuse(*f);
+  if (Maybe f = resolve()) return refuse(*f);
+  if (Maybe f = open_outputs()) return refuse(*f);
   Maybe f = compile();
   if (!f) f = allocate();
   if (!f) f = initialise();
@@ -840,31 +857,31 @@ int Trainer::run() {
     f = start_loader(std::nullopt);
     if (!f) (void)events_->open(open_metadata());
   }
-  if (f) return finish("failed", f->code == "E-RESUME-MISMATCH" ? 1 : 3, f);
+  if (f) return finish(RunEnd::Failed, f);
   if (run_.run.precision == "tf32" && device_->name() == "cpu")
     (void)events_->warning(std::nullopt, "W-PRECISION",
                            ":precision :tf32 asks for TF32 matrix products; the cpu device "
                            "computes them in f32");
   (void)status_->set_state("running");
   if (!run_.stages.empty())
-    if (Maybe e = enter_stage(stage_)) return finish("failed", 3, e);
+    if (Maybe e = enter_stage(stage_)) return finish(RunEnd::Failed, e);
   if (step_ == 0)
     for (const spec::EvalPass& pass : run_.evals)
       if (pass.decl.at_start)
-        if (Maybe e = evaluate(pass)) return finish("failed", 3, e);
+        if (Maybe e = evaluate(pass)) return finish(RunEnd::Failed, e);
 
   bool stop = false;
   while (step_ < steps_ && !stop) {
     if (g_stop_signals.load() > 0) break;
-    if (Maybe e = check_stage_end()) return finish("failed", 3, e);
+    if (Maybe e = check_stage_end()) return finish(RunEnd::Failed, e);
     auto t0 = std::chrono::steady_clock::now();
     Scalars s;
     bool nonfinite = false;
     std::string what;
-    if (Maybe e = train_step(s, nonfinite, what)) return finish("failed", 3, e);
+    if (Maybe e = train_step(s, nonfinite, what)) return finish(RunEnd::Failed, e);
     if (nonfinite) {
       if (!run_.run.skip_nonfinite) {
-        return finish("nonfinite", 4,
+        return finish(RunEnd::NonFinite,
                       Failure{"E-NONFINITE", "step " + std::to_string(step_) + ": " + what +
                                                  " is not finite; the parameters keep their values "
                                                  "from before the step"});
@@ -874,13 +891,12 @@ int Trainer::run() {
           step_, "W-NONFINITE-SKIP",
           "step " + std::to_string(step_) + ": " + what + " is not finite; the step was skipped");
       if (skips_in_row_ > run_.run.max_skips)
-        return finish(
-            "nonfinite", 4,
-            Failure{"E-NONFINITE", std::to_string(skips_in_row_) + " non-finite steps in a row"});
+        return finish(RunEnd::NonFinite, Failure{"E-NONFINITE", std::to_string(skips_in_row_) +
+                                                                    " non-finite steps in a row"});
     } else {
       skips_in_row_ = 0;
       if (diagnostics_due())
-        if (Maybe e = run_diagnostics()) return finish("failed", 3, e);
+        if (Maybe e = run_diagnostics()) return finish(RunEnd::Failed, e);
       for (auto& [path, slot] : params_)
         if (slot.spare.handle()) slot.swap();
       for (auto& [name, slot] : states_) slot.swap();
@@ -892,7 +908,7 @@ int Trainer::run() {
     ++step_;
     if (!nonfinite && (step_ % run_.run.log_every == 0 || step_ == steps_ || step_ == 1))
       report_step(s, ms);
-    if (Maybe e = after_step(stop)) return finish("failed", 3, e);
+    if (Maybe e = after_step(stop)) return finish(RunEnd::Failed, e);
   }
   int signals = g_stop_signals.load();
   if (signals > 0) {
@@ -900,12 +916,12 @@ int Trainer::run() {
     std::string name = term ? "SIGTERM" : "SIGINT";
     if (signals > 1) {
       (void)events_->signal(step_, name, "stop-now");
-      return finish("stopped", 130, std::nullopt);
+      return finish(RunEnd::Interrupted, std::nullopt);
     }
     (void)events_->signal(step_, name, "checkpoint-and-stop");
-    if (Maybe e = checkpoint()) return finish("failed", 3, e);
-    if (g_stop_signals.load() > 1) return finish("stopped", 130, std::nullopt);
-    return finish(term ? "preempted" : "stopped", 75, std::nullopt);
+    if (Maybe e = checkpoint()) return finish(RunEnd::Failed, e);
+    if (g_stop_signals.load() > 1) return finish(RunEnd::Interrupted, std::nullopt);
+    return finish(term ? RunEnd::Preempted : RunEnd::Stopped, std::nullopt);
   }
   if (step_ == steps_ || stop) {
     if (stop)
@@ -913,15 +929,15 @@ int Trainer::run() {
         auto last = last_eval_step_.find(pass.decl.name);
         bool done_here = last != last_eval_step_.end() && last->second == step_;
         if (pass.decl.at_end && !done_here)
-          if (Maybe e = evaluate(pass)) return finish("failed", 3, e);
+          if (Maybe e = evaluate(pass)) return finish(RunEnd::Failed, e);
       }
     if (run_.run.checkpoint_at_end)
-      if (Maybe e = checkpoint()) return finish("failed", 3, e);
+      if (Maybe e = checkpoint()) return finish(RunEnd::Failed, e);
   }
-  return finish("finished", 0, std::nullopt);
+  return finish(RunEnd::Finished, std::nullopt);
 }
 
-int train(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins) {
+RunOutcome train(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins) {
   Trainer t(run, options, plugins);
   return t.run();
 }

@@ -54,7 +54,7 @@ using Scalars = std::map<std::string, double>;
 class Trainer {
  public:
   Trainer(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins);
-  int run();
+  RunOutcome run();
 
  private:
   // Setup (trainer.cpp).
@@ -63,7 +63,8 @@ class Trainer {
   Maybe check_memory();
   Maybe load_data();
   Maybe resolve();  // sinks, device, memory, data: before the run directory
-  int refuse(const Failure& f, int exit_code);
+  // A run refused before its directory is written.
+  RunOutcome refuse(const Failure& f) const;
   Maybe compile();
   Maybe allocate();
   Maybe initialise();
@@ -95,7 +96,8 @@ class Trainer {
   Maybe train_step(Scalars& out, bool& nonfinite, std::string& what);
   void report_step(const Scalars& s, double step_ms);
   Maybe after_step(bool& stop);
-  int finish(const std::string& state, int exit_code, const Maybe& error);
+  RunOutcome finish(RunEnd end, const Maybe& error);
+  void report(const std::string& message) const;
 
   // Diagnostics (trainer_diag.cpp): on a sampled step, after the update is
   // computed into the spare buffers and before they are swapped in, so
