@@ -17,15 +17,15 @@ nlohmann::json json_number(double v) {
 
 }  // namespace
 
-ir::Result<nlohmann::json> reduce_with_plugin(const sg_reducer_api& api,
-                                              std::span<const float> values) {
+Result<nlohmann::json> reduce_with_plugin(const sg_reducer_api& api,
+                                          std::span<const float> values) {
   auto failed = [&](const char* call, sg_error* err) {
     const char* text = nullptr;
     size_t len = 0;
     if (api.error_message) api.error_message(err, &text, &len);
     std::string message = std::string(call) + ": " + (text ? std::string(text, len) : "failed");
     if (api.error_destroy) api.error_destroy(err);
-    return ir::Result<nlohmann::json>::failure(message);
+    return fail("E-DIAG-REDUCER", message);
   };
   size_t count = 0;
   const char* const* names = nullptr;
@@ -44,8 +44,8 @@ ir::Result<nlohmann::json> reduce_with_plugin(const sg_reducer_api& api,
   return out;
 }
 
-std::string add_diag_values(const spec::DiagFunction& fn, const DiagDownloads& outputs,
-                            const ReducerLookup& reducers, nlohmann::json& values) {
+Status add_diag_values(const spec::DiagFunction& fn, const DiagDownloads& outputs,
+                       const ReducerLookup& reducers, nlohmann::json& values) {
   for (const DiagOutput& o : fn.outputs) {
     const std::vector<float>& v = outputs.at(o.output);
     nlohmann::json value;
@@ -60,16 +60,17 @@ std::string add_diag_values(const spec::DiagFunction& fn, const DiagDownloads& o
       }
       case DiagKind::Host: {
         const sg_reducer_api* api = reducers(o.reducer);
-        if (!api) return "no reducer plugin named '" + o.reducer + "' is loaded";
-        ir::Result<nlohmann::json> r = reduce_with_plugin(*api, v);
-        if (!r) return "reducer " + o.reducer + " " + r.error();
+        if (!api)
+          return fail("E-DIAG-REDUCER", "no reducer plugin named '" + o.reducer + "' is loaded");
+        Result<nlohmann::json> r = reduce_with_plugin(*api, v);
+        if (!r) return fail(r.code(), "reducer " + o.reducer + " " + r.error());
         value = *r;
         break;
       }
     }
     values[o.key][o.reducer] = value;
   }
-  return "";
+  return ok_status();
 }
 
 }  // namespace sexpgpu::train

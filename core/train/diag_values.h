@@ -11,16 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "ir/types.h"
 #include "sexpgpu/plugin.h"
 #include "spec/run_spec.h"
+#include "util/result.h"
 
 namespace sexpgpu::train {
 
 // A reducer plugin's numbers for `values` (init with "{}", one update,
 // finish): a number, or {NAME: number} when it names several outputs.
-ir::Result<nlohmann::json> reduce_with_plugin(const sg_reducer_api& api,
-                                              std::span<const float> values);
+Result<nlohmann::json> reduce_with_plugin(const sg_reducer_api& api, std::span<const float> values);
 
 // The outputs of one run of a diagnostic function, downloaded as floats.
 using DiagDownloads = std::map<std::string, std::vector<float>>;
@@ -28,9 +27,9 @@ using ReducerLookup = std::function<const sg_reducer_api*(const std::string& nam
 
 // Adds fn's numbers to a diag event's `values` (observe.md): KEY: number,
 // or KEY: {REDUCER: number}, a histogram as {"min", "max", "counts"}; a
-// non-finite number is null (JSON has no NaN). "" or why not (a reducer
-// plugin's error).
-std::string add_diag_values(const spec::DiagFunction& fn, const DiagDownloads& outputs,
-                            const ReducerLookup& reducers, nlohmann::json& values);
+// non-finite number is null (JSON has no NaN). Fails with E-DIAG-REDUCER
+// and a reducer plugin's error.
+Status add_diag_values(const spec::DiagFunction& fn, const DiagDownloads& outputs,
+                       const ReducerLookup& reducers, nlohmann::json& values);
 
 }  // namespace sexpgpu::train

@@ -46,14 +46,14 @@ std::vector<std::string> selected_names(const spec::RunDecl& run,
 }
 
 // The plan's functions `fns`, optimized as compile_run optimizes the run's.
-ir::Result<ir::Module> optimized(const DiagnosticPlan& plan, const std::vector<std::string>& fns) {
+Result<ir::Module> optimized(const DiagnosticPlan& plan, const std::vector<std::string>& fns) {
   ir::Module module;
   module.files = plan.module.files;
   module.params = plan.module.params;
   for (const std::string& name : fns) {
     module.functions.push_back(*plan.module.find(name));
     if (std::string e = ir::optimize(module, module.functions.back()); !e.empty())
-      return ir::Result<ir::Module>::failure(name + ": " + e);
+      return Result<ir::Module>::failure(name + ": " + e);
   }
   return module;
 }
@@ -72,21 +72,21 @@ bool Trainer::diagnostics_due() const {
   return !diag_->selected.empty() && sampled(step_ + 1, run_.run.diagnostics_every, steps_);
 }
 
-Maybe Trainer::prepare_diagnostics() {
+Status Trainer::prepare_diagnostics() {
   const DiagnosticPlan& plan = *run_.diagnostics;
   auto rt = std::make_shared<DiagRuntime>();
   for (const std::string& name : selected_names(run_.run, opt_.diags)) {
     const spec::Diagnostic* d = plan.find(name);
     if (!d)
-      return Failure{"E-RUN-KEY",
-                     "no diagnostic named '" + name + "'; the diagnostics are: " + plan.names()};
+      return fail("E-RUN-KEY",
+                  "no diagnostic named '" + name + "'; the diagnostics are: " + plan.names());
     for (const std::string& r : d->plugin_reducers)
       if (!plugins_.reducer(r))
-        return Failure{"E-DIAG-REDUCER", "diagnostic " + name + " reduces with '" + r +
-                                             "', which is neither a core reducer (" +
-                                             core_reducer_list() +
-                                             ") nor a loaded reducer plugin (sexpgpu doctor "
-                                             "lists the plugins)"};
+        return fail("E-DIAG-REDUCER", "diagnostic " + name + " reduces with '" + r +
+                                          "', which is neither a core reducer (" +
+                                          core_reducer_list() +
+                                          ") nor a loaded reducer plugin (sexpgpu doctor "
+                                          "lists the plugins)");
     rt->selected.push_back(d);
     if (d->over_activations && !plan.forwards.empty()) rt->activations = true;
   }
@@ -98,40 +98,40 @@ Maybe Trainer::prepare_diagnostics() {
       fns.push_back(f.fn);
       rt->forwards[shape_suffix(f.fn)] = f.fn;
     }
-  ir::Result<ir::Module> module = optimized(plan, fns);
+  Result<ir::Module> module = optimized(plan, fns);
   if (!module)  // a pass broke the IR: a bug in SexpGPU, not in the file
-    return Failure{
+    return fail(
         "E-UNSUPPORTED",
-        "internal error, please report: the diagnostics' IR does not verify: " + module.error()};
+        "internal error, please report: the diagnostics' IR does not verify: " + module.error());
   std::string ir_json = ir::to_json(*module).dump();
-  auto compile = [&](const ir::Function& fn) -> Maybe {
-    ir::Result<std::unique_ptr<Program>> p = device_->compile(ir_json, fn);
-    if (!p) return Failure{"E-DEVICE", p.error()};
+  auto compile = [&](const ir::Function& fn) -> Status {
+    Result<std::unique_ptr<Program>> p = device_->compile(ir_json, fn);
+    if (!p) return fail("E-DEVICE", p.error());
     Bound& bound = rt->programs[fn.name];
     bound.program = std::move(p).value();
     for (const ir::Output& o : fn.outputs) {
-      ir::Result<Buffer> b = device_->alloc(fn.type(o.node));
-      if (!b) return Failure{"E-DEVICE", b.error()};
+      Result<Buffer> b = device_->alloc(fn.type(o.node));
+      if (!b) return fail("E-DEVICE", b.error());
       bound.own[o.name] = std::move(b).value();
     }
     // A ctx key only a diagnostic reads gets its buffer here; set_ctx fills it.
     for (ir::NodeId id : fn.inputs)
       if (auto key = spec::ctx_key_of_input(fn.node(id).attrs.name.value_or("")))
         if (!ctx_.count(*key)) {
-          ir::Result<Buffer> b = device_->alloc(fn.node(id).type);
-          if (!b) return Failure{"E-DEVICE", b.error()};
+          Result<Buffer> b = device_->alloc(fn.node(id).type);
+          if (!b) return fail("E-DEVICE", b.error());
           ctx_[*key] = std::move(b).value();
         }
-    return std::nullopt;
+    return ok_status();
   };
   for (const ir::Function& fn : module->functions)
-    if (Maybe e = compile(fn)) return e;
+    if (Status e = compile(fn); !e) return e;
   diag_ = std::move(rt);
-  return std::nullopt;
+  return ok_status();
 }
 
 // Binds a diagnostic function's inputs by name (spec/run_spec.h) and runs it.
-Maybe Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
+Status Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
   const ir::Function& fn = program.program->function();
   const bool summed = run_.run.microbatches > 1;
   std::vector<sg_buffer*> in, out;
@@ -159,24 +159,24 @@ Maybe Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
     in.push_back(b->handle());
   }
   for (const ir::Output& o : fn.outputs) out.push_back(program.own.at(o.name).handle());
-  if (std::string e = device_->run(*program.program, in, out); !e.empty())
-    return Failure{"E-DEVICE", e};
-  return std::nullopt;
+  if (Status e = device_->run(*program.program, in, out); !e) return e;
+  return ok_status();
 }
 
-Maybe Trainer::run_diagnostics() {
+Status Trainer::run_diagnostics() {
   if (!diag_)
-    if (Maybe f = prepare_diagnostics()) return f;
+    if (Status f = prepare_diagnostics(); !f) return f;
   const int64_t done = step_ + 1;
   if (diag_->selected.empty() || !sampled(done, run_.run.diagnostics_every, steps_))
-    return std::nullopt;
+    return ok_status();
   // The train function the last microbatch ran, and its batch.
   const std::string& train_fn = last_train_fn_;
   // The forward pass sees what the last microbatch saw: its ctx and random draws.
-  if (Maybe f = set_ctx(run_.run.microbatches - 1)) return f;
+  if (Status f = set_ctx(run_.run.microbatches - 1); !f) return f;
   if (diag_->activations)
-    if (Maybe f = run_diag_program(diag_->programs.at(diag_->forwards.at(shape_suffix(train_fn))),
-                                   train_fn))
+    if (Status f = run_diag_program(diag_->programs.at(diag_->forwards.at(shape_suffix(train_fn))),
+                                    train_fn);
+        !f)
       return f;
   auto reducers = [&](const std::string& name) { return plugins_.reducer(name); };
   for (const spec::Diagnostic* d : diag_->selected) {
@@ -184,22 +184,21 @@ Maybe Trainer::run_diagnostics() {
     for (const spec::DiagFunction& f : d->fns) {
       if (f.rows != 0 && shape_suffix(f.fn) != shape_suffix(train_fn)) continue;
       Bound& program = diag_->programs.at(f.fn);
-      if (Maybe e = run_diag_program(program, train_fn)) return e;
-      if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+      if (Status e = run_diag_program(program, train_fn); !e) return e;
+      if (Status e = device_->synchronize(); !e) return e;
       DiagDownloads downloads;
       for (auto& [name, buffer] : program.own) {
         std::vector<float>& v = downloads[name];
         v.resize(size_t(buffer.type().shape.numel().value_or(0)));
-        if (std::string e = device_->download(buffer, v.data(), buffer.bytes()); !e.empty())
-          return Failure{"E-DEVICE", e};
+        if (Status e = device_->download(buffer, v.data(), buffer.bytes()); !e) return e;
       }
-      if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
-      if (std::string e = add_diag_values(f, downloads, reducers, values); !e.empty())
-        return Failure{"E-DIAG-REDUCER", "diagnostic " + d->name + ": " + e};
+      if (Status e = device_->synchronize(); !e) return e;
+      if (Status e = add_diag_values(f, downloads, reducers, values); !e)
+        return fail(e.code(), "diagnostic " + d->name + ": " + e.error());
     }
     (void)events_->diag(done, d->name, values);
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 }  // namespace sexpgpu::train

@@ -18,12 +18,12 @@ bool Trainer::target_check(const std::string& metric, double value) {
   return true;
 }
 
-Maybe Trainer::evaluate(const spec::EvalPass& pass) {
+Status Trainer::evaluate(const spec::EvalPass& pass) {
   auto t0 = std::chrono::steady_clock::now();
   last_eval_step_[pass.decl.name] = step_;
   (void)status_->set_state("evaluating");
   std::optional<data::Loader> made;
-  if (Maybe f = make_loader(*run_.loaders.find(pass.decl.loader), made)) return f;
+  if (Status f = make_loader(*run_.loaders.find(pass.decl.loader), made); !f) return f;
   data::Loader& l = *made;
   int64_t batches = pass.decl.batches < 0 ? l.batches_per_epoch() : pass.decl.batches;
   struct Fold {
@@ -33,14 +33,14 @@ Maybe Trainer::evaluate(const spec::EvalPass& pass) {
   std::map<std::string, Fold> folds;
   int64_t examples = 0;
   for (int64_t i = 0; i < batches; ++i) {
-    ir::Result<data::Batch> batch = l.next();
-    if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
+    Result<data::Batch> batch = l.next();
+    if (!batch) return fail("E-LOADER-SOURCE", batch.error());
     const std::string* fn = sized_fn_for(pass.fns, *batch);
     if (!fn) return no_sized_fn(pass.fns, *batch);
-    if (Maybe f = upload_batch(programs_.at(*fn), *batch)) return f;
-    if (Maybe f = set_ctx(0)) return f;
+    if (Status f = upload_batch(programs_.at(*fn), *batch); !f) return f;
+    if (Status f = set_ctx(0); !f) return f;
     Scalars s;
-    if (Maybe f = run_fn(*fn, &s)) return f;
+    if (Status f = run_fn(*fn, &s); !f) return f;
     examples += batch->size;
     for (const spec::MetricEntry& m : pass.metrics) {
       double v = s["metric:" + m.name];
@@ -77,7 +77,7 @@ Maybe Trainer::evaluate(const spec::EvalPass& pass) {
     for (auto& [k, v] : metrics.items()) line += " " + k + " " + v.dump();
     std::cerr << (progress_tty_ ? "\r\033[K" : "") << line << "\n";
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 }  // namespace sexpgpu::train
