@@ -187,7 +187,7 @@ json file_report(lisp::Session& s, const std::string& file, const json& devices)
   out["memory"] = memory;
 
   out["data"] = json::array();
-  for (const runfile::LoaderDecl& l : runfile::loaders_of(*s.interp).decls) {
+  for (const spec::LoaderDecl& l : run.loaders.decls) {
     data::Status st = l.source->load();
     out["data"].push_back({{"loader", l.name},
                            {"source", l.source->description()},

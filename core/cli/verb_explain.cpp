@@ -168,7 +168,7 @@ json functions_json(const ir::Module& module) {
 // microbatches, one update.
 json flops_per_step(const runfile::CompiledRun& run, int64_t tokens_per_example) {
   const int64_t micro = run.run.microbatches;
-  const runfile::StepFlops f = runfile::step_flops(run);
+  const spec::StepFlops f = run.full_batch_flops();
   const double forward = f.forward, backward = f.backward, acc = f.accumulate, upd = f.update;
   const double total = f.total();
   const int64_t examples = run.train_fns.front().rows * micro;
@@ -203,7 +203,7 @@ json memory_json(const runfile::CompiledRun& run) {
 json report_json(lisp::Session& s, const std::string& file) {
   lisp::Interp& in = *s.interp;
   const runfile::CompiledRun& run = *s.compiled;
-  const runfile::Loaders& loaders = runfile::loaders_of(in);
+  const spec::Loaders& loaders = run.loaders;
   const runfile::LoaderDecl* train = loaders.find(run.train_loader);
   json doc;
   doc["file"] = file;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -52,6 +53,42 @@ nlohmann::json selection_json(lisp::Interp& in, const select::Selection& sel,
           {"sets", sets},
           {"point", sel.request.point},
           {"knobs", knobs}};
+}
+
+// cli.md's exit code for how a run ended: a checkpoint another run wrote
+// is the file's error (1), every other failure the run's (3).
+int exit_code_of(const train::RunOutcome& o) {
+  switch (o.end) {
+    case train::RunEnd::Finished: return kOk;
+    case train::RunEnd::Refused:
+    case train::RunEnd::Failed:
+      return o.error && o.error->code == "E-RESUME-MISMATCH" ? kFileErrors : kRunFailed;
+    case train::RunEnd::NonFinite: return kNonfinite;
+    case train::RunEnd::Stopped:
+    case train::RunEnd::Preempted: return kResumable;
+    case train::RunEnd::Interrupted: return kInterrupted;
+  }
+  return kRunFailed;
+}
+
+// A run's closing lines (not under --json): its state, the final value of
+// each metric with a best, the target, where its directory is, and how to
+// resume it.
+void print_outcome(const train::RunOutcome& o, const train::RunOptions& ro) {
+  char head[160];
+  std::snprintf(head, sizeof head, "%.1f s (%.2f ms/step)", o.wall_s,
+                o.step ? 1000.0 * o.wall_s / double(o.step) : 0.0);
+  std::cout << "run " << ro.slug << ": " << o.state << " at step " << o.step << "/" << o.steps
+            << " in " << head << "\n";
+  for (const auto& [k, v] : o.final_values) std::cout << "  " << k << " " << v << "\n";
+  if (o.target)
+    std::cout << "  target " << o.target->metric << " " << o.target->op << " " << o.target->value
+              << ": "
+              << (o.target->reached ? "reached at step " + std::to_string(*o.target->step)
+                                    : "not reached")
+              << "\n";
+  std::cout << "  run directory " << ro.run_dir << "\n";
+  if (o.resume_command) std::cout << "  resume with: " << *o.resume_command << "\n";
 }
 
 // Whether events.jsonl records a run that started: an `open` event. A run
@@ -248,7 +285,18 @@ void add_run(CLI::App& app, int& exit_code) {
       refuse(refused, e.substr(0, space), e.substr(space + 1), nullptr);
       return;
     }
-    exit_code = train::train(*s->compiled, runfile::loaders_of(in), ro, plugins);
+    ro.exit_code_of = exit_code_of;
+    ro.report = [](const std::string& message) { std::cerr << "sexpgpu run: " << message << "\n"; };
+    const train::RunOutcome outcome = train::train(*s->compiled, ro, plugins);
+    if (outcome.end == train::RunEnd::Refused) {
+      refuse(exit_code_of(outcome), outcome.error->code, outcome.error->message, nullptr);
+    } else {
+      exit_code = exit_code_of(outcome);
+      if (outcome.error)
+        std::cerr << "sexpgpu run: " << outcome.error->code << " " << outcome.error->message
+                  << "\n";
+      if (!opts->json) print_outcome(outcome, ro);
+    }
     (void)s.release();  // the process ends next
   });
 }

@@ -32,8 +32,8 @@ std::string quoted(const fs::path& path) {
 namespace {
 
 template <class T>
-ir::Result<T> fail(const fs::path& path, const std::string& what) {
-  return ir::Result<T>::failure(quoted(path) + ": " + what);
+Result<T> fail(const fs::path& path, const std::string& what) {
+  return Result<T>::failure(quoted(path) + ": " + what);
 }
 
 std::string errno_text() {
@@ -52,8 +52,8 @@ MappedFile::~MappedFile() {
   if (size_ > 0) munmap(const_cast<std::byte*>(data_), size_);
 }
 
-ir::Result<std::shared_ptr<const MappedFile>> MappedFile::open(const fs::path& path) {
-  using R = ir::Result<std::shared_ptr<const MappedFile>>;
+Result<std::shared_ptr<const MappedFile>> MappedFile::open(const fs::path& path) {
+  using R = Result<std::shared_ptr<const MappedFile>>;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail<std::shared_ptr<const MappedFile>>(path, errno_text());
   struct stat st {};
@@ -75,14 +75,14 @@ ir::Result<std::shared_ptr<const MappedFile>> MappedFile::open(const fs::path& p
   return R(std::shared_ptr<const MappedFile>(new MappedFile(static_cast<std::byte*>(p), size)));
 }
 
-ir::Result<uint64_t> regular_file_size(const fs::path& path) {
+Result<uint64_t> regular_file_size(const fs::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return fail<uint64_t>(path, errno_text());
   if (!S_ISREG(st.st_mode)) return fail<uint64_t>(path, "not a regular file");
   return static_cast<uint64_t>(st.st_size);
 }
 
-ir::Result<bool> is_gzip(const fs::path& path) {
+Result<bool> is_gzip(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail<bool>(path, errno_text());
   unsigned char magic[2] = {0, 0};
@@ -90,9 +90,9 @@ ir::Result<bool> is_gzip(const fs::path& path) {
   return in.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
-ir::Result<std::vector<std::byte>> read_prefix(const fs::path& path, size_t n) {
+Result<std::vector<std::byte>> read_prefix(const fs::path& path, size_t n) {
   using Bytes = std::vector<std::byte>;
-  if (auto size = regular_file_size(path); !size) return ir::Result<Bytes>::failure(size.error());
+  if (auto size = regular_file_size(path); !size) return Result<Bytes>::failure(size.error());
   GzHandle gz(gzopen(path.c_str(), "rb"));  // transparent for raw files
   if (!gz) return fail<Bytes>(path, errno_text());
   Bytes out(n);
@@ -102,7 +102,7 @@ ir::Result<std::vector<std::byte>> read_prefix(const fs::path& path, size_t n) {
   return out;
 }
 
-ir::Result<uint32_t> gzip_stored_size(const fs::path& path) {
+Result<uint32_t> gzip_stored_size(const fs::path& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return fail<uint32_t>(path, errno_text());
   auto size = static_cast<int64_t>(in.tellg());
@@ -114,7 +114,7 @@ ir::Result<uint32_t> gzip_stored_size(const fs::path& path) {
          static_cast<uint32_t>(b[2]) << 16 | static_cast<uint32_t>(b[3]) << 24;
 }
 
-ir::Result<std::vector<std::byte>> read_gzip(const fs::path& path, uint64_t expected) {
+Result<std::vector<std::byte>> read_gzip(const fs::path& path, uint64_t expected) {
   using Bytes = std::vector<std::byte>;
   GzHandle gz(gzopen(path.c_str(), "rb"));
   if (!gz) return fail<Bytes>(path, errno_text());

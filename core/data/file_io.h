@@ -19,7 +19,7 @@ namespace sexpgpu::data {
 // A whole file mapped read-only; unmapped when the last owner goes.
 class MappedFile {
  public:
-  static ir::Result<std::shared_ptr<const MappedFile>> open(const std::filesystem::path& path);
+  static Result<std::shared_ptr<const MappedFile>> open(const std::filesystem::path& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -40,21 +40,21 @@ std::optional<int64_t> checked_bytes(int64_t elem_bytes, std::span<const int64_t
 std::string quoted(const std::filesystem::path& path);
 
 // The size in bytes of a regular file; "missing" or "not a regular file".
-ir::Result<uint64_t> regular_file_size(const std::filesystem::path& path);
+Result<uint64_t> regular_file_size(const std::filesystem::path& path);
 
 // Whether the file starts with the gzip magic bytes 1f 8b.
-ir::Result<bool> is_gzip(const std::filesystem::path& path);
+Result<bool> is_gzip(const std::filesystem::path& path);
 
 // The first n bytes of the file's content, decompressed when it is gzip;
 // fewer when the content is shorter.
-ir::Result<std::vector<std::byte>> read_prefix(const std::filesystem::path& path, size_t n);
+Result<std::vector<std::byte>> read_prefix(const std::filesystem::path& path, size_t n);
 
 // The gzip trailer's ISIZE: the uncompressed size modulo 2^32 (of the last
 // member, which for the files we read is the only one). Cheap: reads 4 bytes.
-ir::Result<uint32_t> gzip_stored_size(const std::filesystem::path& path);
+Result<uint32_t> gzip_stored_size(const std::filesystem::path& path);
 
 // The whole decompressed content, which must be exactly `expected` bytes:
 // "truncated" when the stream ends early or is damaged.
-ir::Result<std::vector<std::byte>> read_gzip(const std::filesystem::path& path, uint64_t expected);
+Result<std::vector<std::byte>> read_gzip(const std::filesystem::path& path, uint64_t expected);
 
 }  // namespace sexpgpu::data

@@ -62,8 +62,8 @@ const BatchField* Batch::find(std::string_view name) const {
   return nullptr;
 }
 
-ir::Result<Loader> Loader::create(SourcePtr source, LoaderOptions options) {
-  using R = ir::Result<Loader>;
+Result<Loader> Loader::create(SourcePtr source, LoaderOptions options) {
+  using R = Result<Loader>;
   std::string who = "loader " + options.name;
   if (options.batch < 1) {
     return R::failure(who + ": :batch must be at least 1, not " + std::to_string(options.batch));
@@ -137,9 +137,9 @@ void Loader::settle() {
   }
 }
 
-ir::Result<Batch> Loader::next() {
+Result<Batch> Loader::next() {
   if (!loaded_) {
-    if (Status s = source_->load(); !s) return ir::Result<Batch>::failure(who() + ": " + s.error());
+    if (Status s = source_->load(); !s) return Result<Batch>::failure(who() + ": " + s.error());
     loaded_ = true;
   }
   settle();
@@ -268,7 +268,7 @@ Status Loader::apply_stage(const StageOverrides& overrides) {
       if (__builtin_mul_overflow(split_begin_, opened, &first) ||
           __builtin_mul_overflow(split_end_ - split_begin_, opened, &span))
         return Status::failure(who() + ": the split's tokens do not fit in 64 bits");
-      ir::Result<SourcePtr> view = opened_->windows(n, first, span);
+      Result<SourcePtr> view = opened_->windows(n, first, span);
       if (!view) return Status::failure(who() + ": " + view.error());
       if ((*view)->size() < 1)
         return Status::failure(who() + ": a stage's :seq-len " + std::to_string(n) + " needs " +
@@ -298,9 +298,9 @@ Status Loader::apply_stage(const StageOverrides& overrides) {
   return ok_status();
 }
 
-ir::Result<std::vector<std::vector<Loader::Shape>>> Loader::stage_rows(
+Result<std::vector<std::vector<Loader::Shape>>> Loader::stage_rows(
     std::span<const StageOverrides> stages, bool restart, int64_t scan_limit) const {
-  using R = ir::Result<std::vector<std::vector<Shape>>>;
+  using R = Result<std::vector<std::vector<Shape>>>;
   // Each stage's epoch (m examples), batch and window length, as the loader
   // has them after entering it.
   struct Geometry {

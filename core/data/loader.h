@@ -123,7 +123,7 @@ class Loader {
  public:
   // Checks the options against the source: batch >= 1, 0 <= FROM <= TO <= 1,
   // a non-empty split, and with :drop-last at least one whole batch.
-  static ir::Result<Loader> create(SourcePtr source, LoaderOptions options);
+  static Result<Loader> create(SourcePtr source, LoaderOptions options);
 
   const LoaderOptions& options() const { return options_; }
   // The source as the loader reads it now: the one opened, or a stage's
@@ -142,7 +142,7 @@ class Loader {
   std::vector<ir::TensorType> batch_types(int64_t rows) const;
 
   // The next batch; the first call loads the source (its errors come here).
-  ir::Result<Batch> next();
+  Result<Batch> next();
 
   const LoaderState& state() const { return state_; }
   const LoaderCounters& counters() const { return state_.counters; }
@@ -177,9 +177,9 @@ class Loader {
   static constexpr int64_t kScanLimit = int64_t(1) << 24;
   // More remainders than this in one stage is an error (not a list to compile).
   static constexpr size_t kMaxRemainders = 64;
-  ir::Result<std::vector<std::vector<Shape>>> stage_rows(std::span<const StageOverrides> stages,
-                                                         bool restart,
-                                                         int64_t scan_limit = kScanLimit) const;
+  Result<std::vector<std::vector<Shape>>> stage_rows(std::span<const StageOverrides> stages,
+                                                     bool restart,
+                                                     int64_t scan_limit = kScanLimit) const;
 
  private:
   Loader(SourcePtr source, LoaderOptions options, int64_t begin, int64_t end)

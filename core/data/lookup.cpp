@@ -34,8 +34,8 @@ std::vector<fs::path> DataDirs::search_order() const {
   return order;
 }
 
-ir::Result<fs::path> find_data_file(std::string_view written, const DataDirs& dirs) {
-  using R = ir::Result<fs::path>;
+Result<fs::path> find_data_file(std::string_view written, const DataDirs& dirs) {
+  using R = Result<fs::path>;
   if (written.starts_with("s3://")) {
     return R::failure("\"" + std::string(written) +
                       "\": s3:// sources are not supported yet (copy the file locally and "

@@ -31,6 +31,6 @@ std::vector<std::filesystem::path> split_search_path(std::string_view value);
 
 // The file `written` names; "not found" lists the directories tried. An
 // s3:// address is an error saying it is not supported yet.
-ir::Result<std::filesystem::path> find_data_file(std::string_view written, const DataDirs& dirs);
+Result<std::filesystem::path> find_data_file(std::string_view written, const DataDirs& dirs);
 
 }  // namespace sexpgpu::data

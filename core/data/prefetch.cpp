@@ -32,11 +32,11 @@ void Prefetcher::run() {
       not_full_.wait(lock, [this] { return stopping_ || queue_.size() < depth_; });
       if (stopping_) return;
     }
-    ir::Result<Batch> batch = ir::Result<Batch>::failure("");
+    Result<Batch> batch = Result<Batch>::failure("");
     try {
       batch = loader_.next();
     } catch (const std::exception& e) {
-      batch = ir::Result<Batch>::failure("loader " + loader_.options().name + ": " + e.what());
+      batch = Result<Batch>::failure("loader " + loader_.options().name + ": " + e.what());
     }
     bool failed = !batch.ok();
     {
@@ -48,12 +48,12 @@ void Prefetcher::run() {
   }
 }
 
-ir::Result<Batch> Prefetcher::next() {
+Result<Batch> Prefetcher::next() {
   std::unique_lock<std::mutex> lock(mutex_);
   not_empty_.wait(lock, [this] { return !queue_.empty(); });
   Item& front = queue_.front();
-  if (!front.batch.ok()) return ir::Result<Batch>::failure(front.batch.error());  // kept: sticky
-  ir::Result<Batch> batch = std::move(front.batch);
+  if (!front.batch.ok()) return Result<Batch>::failure(front.batch.error());  // kept: sticky
+  Result<Batch> batch = std::move(front.batch);
   consumed_ = front.after;
   queue_.pop_front();
   lock.unlock();

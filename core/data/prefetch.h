@@ -28,7 +28,7 @@ class Prefetcher {
   Prefetcher& operator=(const Prefetcher&) = delete;
 
   // The next batch, waiting for it if it is not ready.
-  ir::Result<Batch> next();
+  Result<Batch> next();
 
   // The loader's state after the last batch next() gave (its initial state
   // before the first), and the checkpoint entry at that state.
@@ -42,7 +42,7 @@ class Prefetcher {
 
  private:
   struct Item {
-    ir::Result<Batch> batch;
+    Result<Batch> batch;
     LoaderState after;
   };
   void run();

@@ -27,14 +27,13 @@
 #include <vector>
 
 #include "ir/types.h"
+#include "util/result.h"
 
 namespace sexpgpu::data {
 
-// A step that gives nothing but may fail with a message.
-using Status = ir::Result<std::monostate>;
-inline Status ok_status() {
-  return std::monostate{};
-}
+// A step that gives nothing but may fail (util/result.h).
+using sexpgpu::ok_status;
+using sexpgpu::Status;
 
 // One field of every example: a dtype and the shape of one example.
 struct Field {
@@ -74,10 +73,10 @@ class Source {
   // from this source's first token. The result shares this source's data
   // (a load of either loads it once). Other sources have no :seq-len: a
   // failure saying so.
-  virtual ir::Result<std::shared_ptr<Source>> windows(int64_t seq_len, int64_t first,
-                                                      int64_t span) const {
+  virtual Result<std::shared_ptr<Source>> windows(int64_t seq_len, int64_t first,
+                                                  int64_t span) const {
     (void)seq_len, (void)first, (void)span;
-    return ir::Result<std::shared_ptr<Source>>::failure(
+    return Result<std::shared_ptr<Source>>::failure(
         description() + " has no :seq-len (only the tokens, text and random-tokens sources do)");
   }
 
@@ -105,8 +104,8 @@ std::filesystem::path canonical_file(const std::filesystem::path& path);
 // and shape (its dimensions after the first); :y is i32 (), from any integer
 // labels file of one dimension. At open a gzip file's header is decompressed
 // and its total size checked against the gzip trailer; load() decompresses.
-ir::Result<SourcePtr> open_idx(const std::filesystem::path& images,
-                               const std::filesystem::path& labels);
+Result<SourcePtr> open_idx(const std::filesystem::path& images,
+                           const std::filesystem::path& labels);
 
 // `(tokens PATHS :dtype D :seq-len N)`: flat little-endian token files (D is
 // u8, u16 or i32), read as one stream in order. Example i is the window
@@ -114,12 +113,12 @@ ir::Result<SourcePtr> open_idx(const std::filesystem::path& images,
 // [iN+1, iN+N+1), the next-token targets. Windows do not overlap (the last
 // target of one is the first input of the next), so a stream of T tokens has
 // floor((T-1)/N) examples and the tokens after the last window are unused.
-ir::Result<SourcePtr> open_tokens(const std::vector<std::filesystem::path>& paths, ir::DType dtype,
-                                  int64_t seq_len);
+Result<SourcePtr> open_tokens(const std::vector<std::filesystem::path>& paths, ir::DType dtype,
+                              int64_t seq_len);
 
 // `(text PATHS :seq-len N)`: the files' bytes as tokens (vocabulary 256,
 // UTF-8 is not decoded), with the fields and windows of `tokens`.
-ir::Result<SourcePtr> open_text(const std::vector<std::filesystem::path>& paths, int64_t seq_len);
+Result<SourcePtr> open_text(const std::vector<std::filesystem::path>& paths, int64_t seq_len);
 
 // `(npy :x PATH :y PATH ...)`: one .npy file per field (format versions 1-3,
 // C order, little-endian f32 f64 i32 i64 u8 u16 bool). A field's shape is the
@@ -128,7 +127,7 @@ struct NpyField {
   std::string name;
   std::filesystem::path path;
 };
-ir::Result<SourcePtr> open_npy(const std::vector<NpyField>& fields);
+Result<SourcePtr> open_npy(const std::vector<NpyField>& fields);
 
 // `(csv PATH :columns ((:x :f32 (0 1 2 3)) (:y :i32 4)) :header t)`: a field
 // takes a list of 0-based columns (shape (k)) or one column (shape ()).
@@ -141,8 +140,8 @@ struct CsvColumn {
   std::vector<int64_t> columns;
   bool scalar = false;  // one column given as a number, not a list: shape ()
 };
-ir::Result<SourcePtr> open_csv(const std::filesystem::path& path,
-                               const std::vector<CsvColumn>& columns, bool header);
+Result<SourcePtr> open_csv(const std::filesystem::path& path, const std::vector<CsvColumn>& columns,
+                           bool header);
 
 // `(synthetic KIND ...)`: generated on demand, example i a pure function of
 // (seed, i) through Philox (source_synthetic.cpp has the formulas).
@@ -156,6 +155,6 @@ struct SyntheticSpec {
   int64_t seq_len = 0;   // :random-tokens
   uint64_t seed = 0;
 };
-ir::Result<SourcePtr> open_synthetic(const SyntheticSpec& spec);
+Result<SourcePtr> open_synthetic(const SyntheticSpec& spec);
 
 }  // namespace sexpgpu::data

@@ -42,7 +42,7 @@ Status ArraySource::load() {
   std::lock_guard<std::mutex> lock(load_mutex_);
   if (!load_attempted_) {
     load_attempted_ = true;
-    ir::Result<ArrayData> loaded = load_fn_();
+    Result<ArrayData> loaded = load_fn_();
     if (loaded) {
       data_ = std::move(loaded).value();
     } else {

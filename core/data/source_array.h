@@ -39,7 +39,7 @@ std::pair<std::shared_ptr<const void>, const std::byte*> own(std::vector<T> v) {
 
 class ArraySource final : public Source {
  public:
-  using LoadFn = std::function<ir::Result<ArrayData>()>;
+  using LoadFn = std::function<Result<ArrayData>()>;
 
   // `files` as written (found by lookup.h); they are kept canonical.
   ArraySource(std::string description, const std::vector<std::filesystem::path>& files,

@@ -138,9 +138,9 @@ std::string value_error(const fs::path& path, int64_t line, int64_t column, std:
 
 }  // namespace
 
-ir::Result<SourcePtr> open_csv(const fs::path& path, const std::vector<CsvColumn>& columns,
-                               bool header) {
-  using R = ir::Result<SourcePtr>;
+Result<SourcePtr> open_csv(const fs::path& path, const std::vector<CsvColumn>& columns,
+                           bool header) {
+  using R = Result<SourcePtr>;
   if (Status s = check_columns(path, columns); !s) return R::failure(s.error());
   if (auto size = regular_file_size(path); !size) return R::failure(size.error());
   std::ifstream in(path, std::ios::binary);
@@ -175,7 +175,7 @@ ir::Result<SourcePtr> open_csv(const fs::path& path, const std::vector<CsvColumn
     ir::Shape shape = c.scalar ? ir::Shape{} : ir::Shape{static_cast<int64_t>(c.columns.size())};
     fields.push_back(Field{c.name, c.dtype, shape});
   }
-  auto load = [owned, fields]() -> ir::Result<ArrayData> {
+  auto load = [owned, fields]() -> Result<ArrayData> {
     ArrayData data;
     data.owners.push_back(owned);
     for (size_t f = 0; f < fields.size(); ++f) {

@@ -46,8 +46,8 @@ ir::DType idx_field_dtype(uint8_t type) {
 }
 
 template <class T>
-ir::Result<T> fail(const fs::path& path, const std::string& what) {
-  return ir::Result<T>::failure(quoted(path) + ": " + what);
+Result<T> fail(const fs::path& path, const std::string& what) {
+  return Result<T>::failure(quoted(path) + ": " + what);
 }
 
 uint32_t load_be32(const std::byte* p) {
@@ -55,9 +55,9 @@ uint32_t load_be32(const std::byte* p) {
          static_cast<uint32_t>(p[2]) << 8 | static_cast<uint32_t>(p[3]);
 }
 
-ir::Result<IdxHeader> parse_header(const fs::path& path) {
-  ir::Result<std::vector<std::byte>> prefix = read_prefix(path, 4 + 4 * 255);
-  if (!prefix) return ir::Result<IdxHeader>::failure(prefix.error());
+Result<IdxHeader> parse_header(const fs::path& path) {
+  Result<std::vector<std::byte>> prefix = read_prefix(path, 4 + 4 * 255);
+  if (!prefix) return Result<IdxHeader>::failure(prefix.error());
   const std::vector<std::byte>& b = *prefix;
   if (b.size() < 4) return fail<IdxHeader>(path, "truncated: no IDX header");
   IdxHeader h;
@@ -92,7 +92,7 @@ Status check_size(const fs::path& path, const IdxHeader& h, bool gzip) {
   uint64_t expected = static_cast<uint64_t>(h.header_bytes() + data_bytes(h));
   std::string implied = "the header implies " + std::to_string(expected) + " bytes";
   if (gzip) {
-    ir::Result<uint32_t> stored = gzip_stored_size(path);
+    Result<uint32_t> stored = gzip_stored_size(path);
     if (!stored) return Status::failure(stored.error());
     if (*stored != static_cast<uint32_t>(expected)) {
       return fail<std::monostate>(path, "truncated or damaged: the gzip trailer gives " +
@@ -101,7 +101,7 @@ Status check_size(const fs::path& path, const IdxHeader& h, bool gzip) {
     }
     return ok_status();
   }
-  ir::Result<uint64_t> size = regular_file_size(path);
+  Result<uint64_t> size = regular_file_size(path);
   if (!size) return Status::failure(size.error());
   if (*size < expected) {
     return fail<std::monostate>(path, "truncated: " + std::to_string(*size) + " bytes, " + implied);
@@ -119,14 +119,14 @@ struct IdxFile {
   bool gzip = false;
 };
 
-ir::Result<IdxFile> open_file(const fs::path& path) {
-  ir::Result<bool> gz = is_gzip(path);
-  if (!gz) return ir::Result<IdxFile>::failure(gz.error());
-  ir::Result<IdxHeader> header = parse_header(path);
-  if (!header) return ir::Result<IdxFile>::failure(header.error());
+Result<IdxFile> open_file(const fs::path& path) {
+  Result<bool> gz = is_gzip(path);
+  if (!gz) return Result<IdxFile>::failure(gz.error());
+  Result<IdxHeader> header = parse_header(path);
+  if (!header) return Result<IdxFile>::failure(header.error());
   IdxFile file{path, *header, *gz};
   if (Status s = check_size(path, file.header, file.gzip); !s) {
-    return ir::Result<IdxFile>::failure(s.error());
+    return Result<IdxFile>::failure(s.error());
   }
   return file;
 }
@@ -152,23 +152,21 @@ std::pair<std::shared_ptr<const void>, const std::byte*> decode_be(const std::by
 
 // The file's values in its field dtype (as_labels: always i32); u8 images as
 // they lie, without a copy beyond the map or the decompressed buffer.
-ir::Result<FieldLayout> load_values(const IdxFile& file,
-                                    std::vector<std::shared_ptr<const void>>& owners,
-                                    bool as_labels) {
+Result<FieldLayout> load_values(const IdxFile& file,
+                                std::vector<std::shared_ptr<const void>>& owners, bool as_labels) {
   int64_t total = file.header.header_bytes() + data_bytes(file.header);
   const std::byte* bytes = nullptr;
   if (file.gzip) {
-    ir::Result<std::vector<std::byte>> all = read_gzip(file.path, static_cast<uint64_t>(total));
-    if (!all) return ir::Result<FieldLayout>::failure(all.error());
+    Result<std::vector<std::byte>> all = read_gzip(file.path, static_cast<uint64_t>(total));
+    if (!all) return Result<FieldLayout>::failure(all.error());
     auto [owner, base] = own(std::move(all).value());
     owners.push_back(owner);
     bytes = base;
   } else {
     auto map = MappedFile::open(file.path);
-    if (!map) return ir::Result<FieldLayout>::failure(map.error());
+    if (!map) return Result<FieldLayout>::failure(map.error());
     if (static_cast<int64_t>((*map)->size()) != total) {
-      return ir::Result<FieldLayout>::failure(quoted(file.path) +
-                                              ": changed size since it was opened");
+      return Result<FieldLayout>::failure(quoted(file.path) + ": changed size since it was opened");
     }
     owners.push_back(*map);
     bytes = (*map)->data();
@@ -196,11 +194,11 @@ ir::Result<FieldLayout> load_values(const IdxFile& file,
 
 }  // namespace
 
-ir::Result<SourcePtr> open_idx(const fs::path& images, const fs::path& labels) {
-  using R = ir::Result<SourcePtr>;
-  ir::Result<IdxFile> img = open_file(images);
+Result<SourcePtr> open_idx(const fs::path& images, const fs::path& labels) {
+  using R = Result<SourcePtr>;
+  Result<IdxFile> img = open_file(images);
   if (!img) return R::failure(img.error());
-  ir::Result<IdxFile> lab = open_file(labels);
+  Result<IdxFile> lab = open_file(labels);
   if (!lab) return R::failure(lab.error());
   uint8_t label_type = lab->header.type;
   if (lab->header.dims.size() != 1 || label_type == 0x0D || label_type == 0x0E) {
@@ -217,12 +215,12 @@ ir::Result<SourcePtr> open_idx(const fs::path& images, const fs::path& labels) {
   ir::Shape image_shape(std::span<const int64_t>(img->header.dims).subspan(1));
   std::vector<Field> fields = {{"x", idx_field_dtype(img->header.type), image_shape},
                                {"y", ir::DType::I32, ir::Shape{}}};
-  auto load = [img = *img, lab = *lab]() -> ir::Result<ArrayData> {
+  auto load = [img = *img, lab = *lab]() -> Result<ArrayData> {
     ArrayData data;
-    ir::Result<FieldLayout> x = load_values(img, data.owners, false);
-    if (!x) return ir::Result<ArrayData>::failure(x.error());
-    ir::Result<FieldLayout> y = load_values(lab, data.owners, true);
-    if (!y) return ir::Result<ArrayData>::failure(y.error());
+    Result<FieldLayout> x = load_values(img, data.owners, false);
+    if (!x) return Result<ArrayData>::failure(x.error());
+    Result<FieldLayout> y = load_values(lab, data.owners, true);
+    if (!y) return Result<ArrayData>::failure(y.error());
     data.layouts = {*x, *y};
     return data;
   };

@@ -24,8 +24,8 @@ struct NpyHeader {
 };
 
 template <class T>
-ir::Result<T> fail(const fs::path& path, const std::string& what) {
-  return ir::Result<T>::failure(quoted(path) + ": " + what);
+Result<T> fail(const fs::path& path, const std::string& what) {
+  return Result<T>::failure(quoted(path) + ": " + what);
 }
 
 std::optional<ir::DType> npy_dtype(std::string_view descr) {
@@ -56,8 +56,8 @@ std::string_view value_of(std::string_view dict, std::string_view key) {
   return rest;
 }
 
-ir::Result<std::vector<int64_t>> parse_shape(std::string_view text, const fs::path& path) {
-  using R = ir::Result<std::vector<int64_t>>;
+Result<std::vector<int64_t>> parse_shape(std::string_view text, const fs::path& path) {
+  using R = Result<std::vector<int64_t>>;
   if (text.empty() || text.front() != '(')
     return fail<std::vector<int64_t>>(path, "the header has no 'shape'");
   size_t close = text.find(')');
@@ -79,8 +79,8 @@ ir::Result<std::vector<int64_t>> parse_shape(std::string_view text, const fs::pa
   return R(std::move(dims));
 }
 
-ir::Result<NpyHeader> parse_header(const fs::path& path) {
-  using R = ir::Result<NpyHeader>;
+Result<NpyHeader> parse_header(const fs::path& path) {
+  using R = Result<NpyHeader>;
   if (auto size = regular_file_size(path); !size) return R::failure(size.error());
   std::ifstream in(path, std::ios::binary);
   char fixed[12] = {};
@@ -124,7 +124,7 @@ ir::Result<NpyHeader> parse_header(const fs::path& path) {
                            "Fortran order is not supported: save a C-ordered array "
                            "(numpy.ascontiguousarray)");
   }
-  ir::Result<std::vector<int64_t>> shape = parse_shape(value_of(dict, "shape"), path);
+  Result<std::vector<int64_t>> shape = parse_shape(value_of(dict, "shape"), path);
   if (!shape) return R::failure(shape.error());
   h.shape = *shape;
   if (!checked_bytes(static_cast<int64_t>(ir::size_bytes(h.dtype)), h.shape)) {
@@ -143,7 +143,7 @@ int64_t data_bytes(const NpyHeader& h) {
 }
 
 Status check_size(const fs::path& path, const NpyHeader& h) {
-  ir::Result<uint64_t> size = regular_file_size(path);
+  Result<uint64_t> size = regular_file_size(path);
   if (!size) return Status::failure(size.error());
   int64_t expected = h.data_offset + data_bytes(h);
   std::string implied = "the header implies " + std::to_string(expected) + " bytes";
@@ -162,16 +162,15 @@ struct NpyFile {
   NpyHeader header;
 };
 
-ir::Result<ArrayData> load_files(const std::vector<NpyFile>& files,
-                                 const std::vector<Field>& fields) {
+Result<ArrayData> load_files(const std::vector<NpyFile>& files, const std::vector<Field>& fields) {
   ArrayData data;
   for (size_t f = 0; f < files.size(); ++f) {
     auto map = MappedFile::open(files[f].path);
-    if (!map) return ir::Result<ArrayData>::failure(map.error());
+    if (!map) return Result<ArrayData>::failure(map.error());
     int64_t expected = files[f].header.data_offset + data_bytes(files[f].header);
     if (static_cast<int64_t>((*map)->size()) != expected) {
-      return ir::Result<ArrayData>::failure(quoted(files[f].path) +
-                                            ": changed size since it was opened");
+      return Result<ArrayData>::failure(quoted(files[f].path) +
+                                        ": changed size since it was opened");
     }
     data.owners.push_back(*map);
     data.layouts.push_back(FieldLayout{(*map)->data() + files[f].header.data_offset,
@@ -182,8 +181,8 @@ ir::Result<ArrayData> load_files(const std::vector<NpyFile>& files,
 
 }  // namespace
 
-ir::Result<SourcePtr> open_npy(const std::vector<NpyField>& specs) {
-  using R = ir::Result<SourcePtr>;
+Result<SourcePtr> open_npy(const std::vector<NpyField>& specs) {
+  using R = Result<SourcePtr>;
   if (specs.empty()) return R::failure("npy source: no fields given (:x PATH :y PATH ...)");
   std::vector<NpyFile> files;
   std::vector<Field> fields;
@@ -193,7 +192,7 @@ ir::Result<SourcePtr> open_npy(const std::vector<NpyField>& specs) {
       if (seen.name == spec.name)
         return R::failure("npy source: field :" + spec.name + " is given twice");
     }
-    ir::Result<NpyHeader> header = parse_header(spec.path);
+    Result<NpyHeader> header = parse_header(spec.path);
     if (!header) return R::failure(header.error());
     if (Status s = check_size(spec.path, *header); !s) return R::failure(s.error());
     if (!files.empty() && header->shape[0] != files[0].header.shape[0]) {

@@ -91,8 +91,8 @@ class SyntheticSource final : public Source {
   Status load() override { return ok_status(); }
 
   // The stream's windows of `seq_len` from token `first` (source.h).
-  ir::Result<SourcePtr> windows(int64_t seq_len, int64_t first, int64_t span) const override {
-    using R = ir::Result<SourcePtr>;
+  Result<SourcePtr> windows(int64_t seq_len, int64_t first, int64_t span) const override {
+    using R = Result<SourcePtr>;
     if (spec_.kind != SyntheticKind::RandomTokens) return Source::windows(seq_len, first, span);
     using wide = __int128;  // the bounds of a stream no gather could index overflow
     if (seq_len < 1 || first < 0 || span < 0 ||
@@ -185,8 +185,8 @@ Status check_spec(const SyntheticSpec& s) {
 
 }  // namespace
 
-ir::Result<SourcePtr> open_synthetic(const SyntheticSpec& spec) {
-  if (Status s = check_spec(spec); !s) return ir::Result<SourcePtr>::failure(s.error());
+Result<SourcePtr> open_synthetic(const SyntheticSpec& spec) {
+  if (Status s = check_spec(spec); !s) return Result<SourcePtr>::failure(s.error());
   return SourcePtr(std::make_shared<SyntheticSource>(spec));
 }
 

@@ -21,12 +21,12 @@ struct TokenFiles {
   uint64_t total_bytes = 0;
 };
 
-ir::Result<TokenFiles> measure(const std::vector<fs::path>& paths, ir::DType dtype) {
-  using R = ir::Result<TokenFiles>;
+Result<TokenFiles> measure(const std::vector<fs::path>& paths, ir::DType dtype) {
+  using R = Result<TokenFiles>;
   TokenFiles files{paths, {}, 0};
   uint64_t token_bytes = ir::size_bytes(dtype);
   for (const fs::path& path : paths) {
-    ir::Result<uint64_t> size = regular_file_size(path);
+    Result<uint64_t> size = regular_file_size(path);
     if (!size) return R::failure(size.error());
     if (*size % token_bytes != 0) {
       return R::failure(quoted(path) + ": truncated: " + std::to_string(*size) +
@@ -51,13 +51,13 @@ struct SharedStream {
   std::shared_ptr<const void> owner;
   const std::byte* base = nullptr;
 
-  ir::Result<const std::byte*> load();
+  Result<const std::byte*> load();
   // The layouts of windows of `seq_len` starting at token `first`.
-  ir::Result<ArrayData> windows(int64_t first, int64_t seq_len);
+  Result<ArrayData> windows(int64_t first, int64_t seq_len);
 };
 
-ir::Result<const std::byte*> SharedStream::load() {
-  using R = ir::Result<const std::byte*>;
+Result<const std::byte*> SharedStream::load() {
+  using R = Result<const std::byte*>;
   std::lock_guard<std::mutex> lock(mutex);
   if (!attempted) {
     attempted = true;
@@ -89,9 +89,9 @@ ir::Result<const std::byte*> SharedStream::load() {
   return base;
 }
 
-ir::Result<ArrayData> SharedStream::windows(int64_t first, int64_t seq_len) {
-  ir::Result<const std::byte*> stream = load();
-  if (!stream) return ir::Result<ArrayData>::failure(stream.error());
+Result<ArrayData> SharedStream::windows(int64_t first, int64_t seq_len) {
+  Result<const std::byte*> stream = load();
+  if (!stream) return Result<ArrayData>::failure(stream.error());
   int64_t token_bytes = static_cast<int64_t>(ir::size_bytes(dtype));
   const std::byte* start = *stream + first * token_bytes;
   int64_t stride = seq_len * token_bytes;
@@ -136,8 +136,8 @@ class TokenSource final : public Source {
   void gather(std::span<const int64_t> indices, std::span<std::byte* const> out) const override {
     array_->gather(indices, out);
   }
-  ir::Result<SourcePtr> windows(int64_t seq_len, int64_t first, int64_t span) const override {
-    using R = ir::Result<SourcePtr>;
+  Result<SourcePtr> windows(int64_t seq_len, int64_t first, int64_t span) const override {
+    using R = Result<SourcePtr>;
     // This source's windows cover its tokens [0, size() * seq_len_].
     if (seq_len < 1 || first < 0 || span < 0 || span > size() * seq_len_ - first)
       return R::failure(description() + ": no windows of :seq-len " + std::to_string(seq_len) +
@@ -153,14 +153,14 @@ class TokenSource final : public Source {
   std::unique_ptr<ArraySource> array_;
 };
 
-ir::Result<SourcePtr> open_stream(std::string_view kind, const std::vector<fs::path>& paths,
-                                  ir::DType dtype, int64_t seq_len) {
-  using R = ir::Result<SourcePtr>;
+Result<SourcePtr> open_stream(std::string_view kind, const std::vector<fs::path>& paths,
+                              ir::DType dtype, int64_t seq_len) {
+  using R = Result<SourcePtr>;
   std::string who = std::string(kind) + " source";
   if (paths.empty()) return R::failure(who + ": no files given");
   if (seq_len < 1)
     return R::failure(who + ": :seq-len must be at least 1, not " + std::to_string(seq_len));
-  ir::Result<TokenFiles> files = measure(paths, dtype);
+  Result<TokenFiles> files = measure(paths, dtype);
   if (!files) return R::failure(files.error());
   int64_t tokens = static_cast<int64_t>(files->total_bytes / ir::size_bytes(dtype));
   if (tokens < seq_len + 1) {
@@ -178,17 +178,17 @@ ir::Result<SourcePtr> open_stream(std::string_view kind, const std::vector<fs::p
 
 }  // namespace
 
-ir::Result<SourcePtr> open_tokens(const std::vector<fs::path>& paths, ir::DType dtype,
-                                  int64_t seq_len) {
+Result<SourcePtr> open_tokens(const std::vector<fs::path>& paths, ir::DType dtype,
+                              int64_t seq_len) {
   if (dtype != ir::DType::U8 && dtype != ir::DType::U16 && dtype != ir::DType::I32) {
-    return ir::Result<SourcePtr>::failure("tokens source: :dtype " +
-                                          std::string(ir::lisp_keyword(dtype)) +
-                                          " is not a token dtype (:u8 :u16 :i32)");
+    return Result<SourcePtr>::failure("tokens source: :dtype " +
+                                      std::string(ir::lisp_keyword(dtype)) +
+                                      " is not a token dtype (:u8 :u16 :i32)");
   }
   return open_stream("tokens", paths, dtype, seq_len);
 }
 
-ir::Result<SourcePtr> open_text(const std::vector<fs::path>& paths, int64_t seq_len) {
+Result<SourcePtr> open_text(const std::vector<fs::path>& paths, int64_t seq_len) {
   return open_stream("text", paths, ir::DType::U8, seq_len);
 }
 

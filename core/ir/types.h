@@ -23,41 +23,14 @@
 #include <string_view>
 #include <utility>
 
+#include "util/result.h"
+
 namespace sexpgpu::ir {
 
-// ---------------------------------------------------------------------------
-// Result: a value or the message of why there is none (std::expected is C++23).
-
+// Result: a value or why there is none (util/result.h), the one error type
+// of the IR, the data library and the runtime.
 template <class T>
-class Result {
- public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit on purpose
-  static Result failure(std::string message) {
-    Result r;
-    r.error_ = std::move(message);
-    return r;
-  }
-
-  bool ok() const { return value_.has_value(); }
-  explicit operator bool() const { return ok(); }
-  const T& value() const& {
-    assert(ok());
-    return *value_;
-  }
-  T&& value() && {
-    assert(ok());
-    return std::move(*value_);
-  }
-  const T& operator*() const& { return value(); }
-  const T* operator->() const { return &value(); }
-  // Empty when ok().
-  const std::string& error() const { return error_; }
-
- private:
-  Result() = default;
-  std::optional<T> value_;
-  std::string error_;
-};
+using Result = sexpgpu::Result<T>;
 
 // ---------------------------------------------------------------------------
 // Dtypes

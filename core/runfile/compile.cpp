@@ -500,6 +500,23 @@ bool step(Interp& in, Compilation& c, Span span, const char* name, F&& body) {
   return ok;
 }
 
+// The FLOPs of one optimizer step by the IR's cost model (ir/cost.h): every
+// microbatch's forward and backward pass of the batch shape `train` (one of
+// train_fns), the gradient sums, the update (spec::StepFlops).
+StepFlops step_flops(const CompiledRun& run, const SizedFunction& train) {
+  StepFlops f;
+  const double micro = double(run.run.microbatches);
+  if (const ir::Function* staged = run.staged.find(train.fn)) {
+    f.forward = ir::function_cost(*staged, 0, ir::NodeId(train.forward_nodes)).flops * micro;
+    f.backward = ir::function_cost(*staged, ir::NodeId(train.forward_nodes)).flops * micro;
+  }
+  if (const ir::Function* acc = run.module.find("accumulate"))
+    f.accumulate = ir::function_cost(*acc).flops * (micro - 1);
+  if (const ir::Function* update = run.module.find("update"))
+    f.update = ir::function_cost(*update).flops;
+  return f;
+}
+
 }  // namespace
 
 void register_compile(Interp& in) {
@@ -633,22 +650,9 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     });
     return std::nullopt;
   }
+  for (const SizedFunction& sf : c.out.train_fns) c.out.step_flops[sf.fn] = step_flops(c.out, sf);
+  c.out.loaders = loaders_of(in);
   return std::move(c.out);
-}
-
-StepFlops step_flops(const CompiledRun& run, const SizedFunction* train) {
-  StepFlops f;
-  const double micro = double(run.run.microbatches);
-  if (!train) train = &run.train_fns.front();
-  if (const ir::Function* staged = run.staged.find(train->fn)) {
-    f.forward = ir::function_cost(*staged, 0, ir::NodeId(train->forward_nodes)).flops * micro;
-    f.backward = ir::function_cost(*staged, ir::NodeId(train->forward_nodes)).flops * micro;
-  }
-  if (const ir::Function* acc = run.module.find("accumulate"))
-    f.accumulate = ir::function_cost(*acc).flops * (micro - 1);
-  if (const ir::Function* update = run.module.find("update"))
-    f.update = ir::function_cost(*update).flops;
-  return f;
 }
 
 }  // namespace sexpgpu::runfile

@@ -100,15 +100,6 @@ Value metric(Interp& in, Value* args, int nargs) {
 
 }  // namespace
 
-std::string ctx_input_name(const std::string& key) {
-  return "ctx:" + key;
-}
-
-std::optional<std::string> ctx_key_of_input(const std::string& input_name) {
-  if (input_name.rfind("ctx:", 0) != 0) return std::nullopt;
-  return input_name.substr(4);
-}
-
 const std::vector<CtxKey>& ctx_keyword_keys() {
   using ir::DType;
   static const std::vector<CtxKey> keys = {
@@ -118,17 +109,6 @@ const std::vector<CtxKey>& ctx_keyword_keys() {
       {"seed", DType::I64},       {"rank", DType::I64},         {"world-size", DType::I64},
       {"training", DType::Bool}};
   return keys;
-}
-
-const char* to_string(MetricReduce r) {
-  switch (r) {
-    case MetricReduce::Mean: return "mean";
-    case MetricReduce::Sum: return "sum";
-    case MetricReduce::Min: return "min";
-    case MetricReduce::Max: return "max";
-    case MetricReduce::Last: return "last";
-  }
-  return "mean";
 }
 
 std::vector<MetricDecl> metrics_of(const Interp& in, const std::string& fn) {

@@ -10,6 +10,7 @@
 
 #include "ir/graph.h"
 #include "lisp/interp.h"
+#include "spec/run_spec.h"
 
 namespace sexpgpu::runfile {
 
@@ -20,16 +21,14 @@ struct CtxKey {
   bool metric = false;  // a reported metric's latest value
 };
 
-// The IR input name of a ctx key: "ctx:" + key.
-std::string ctx_input_name(const std::string& key);
-// The key of a ctx input name, or nullopt when it is not one.
-std::optional<std::string> ctx_key_of_input(const std::string& input_name);
+// The input names of ctx keys, shared with the runtime (spec/run_spec.h).
+using spec::ctx_input_name;
+using spec::ctx_key_of_input;
 // The keyword keys, in table order (for E-CTX-KEY's list and docs).
 const std::vector<CtxKey>& ctx_keyword_keys();
 
-// How an evaluation pass folds a metric over its batches.
-enum class MetricReduce { Mean, Sum, Min, Max, Last };
-const char* to_string(MetricReduce r);
+using spec::MetricReduce;
+using spec::to_string;
 
 struct MetricDecl {
   std::string name;  // "acc" (reported as train/acc or EVAL/acc)

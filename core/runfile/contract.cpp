@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "lisp/builtins.h"
+#include "run/summary.h"
 #include "select/selection.h"
 #include "stage/args.h"
 
@@ -261,7 +262,7 @@ void read_run_key(Interp& in, RunDecl& r, const std::string& key, Value v) {
     ir::Result<run::Target> target =
         run::Target::make(lisp::u32_to_utf8(t[0].str()->chars), lower(t[1].sym()->name), value);
     if (!target) in.fail("E-RUN-KEY", ":target: " + target.error());
-    r.target = *target;
+    r.target = spec::TargetDecl{target->metric, target->op, target->value};
     for (size_t i = 3; i + 1 < t.size(); i += 2) {
       if (!is_keyword(t[i]) || t[i].sym()->name != "STOP")
         in.fail("E-RUN-KEY", ":target takes only :stop after its value");

@@ -11,20 +11,14 @@
 
 #include "lisp/interp.h"
 #include "lisp/reader.h"
-#include "run/summary.h"
 #include "runfile/context.h"
+#include "spec/run_spec.h"
 
 namespace sexpgpu::runfile {
 
-struct EvalDecl {
-  std::string name;      // "test": metrics are reported as test/NAME
-  std::string loader;    // :loader
-  int64_t every = 0;     // :every N steps; 0: not periodically
-  int64_t batches = -1;  // :batches N; -1: :all
-  bool at_start = false, at_end = true;
-  std::string fn = "evaluate";  // :fn, the function's name (lower case)
-  Span span;
-};
+// defeval's pass and defrun's settings, as the run spec holds them.
+using spec::EvalDecl;
+using spec::RunDecl;
 
 struct StageDecl {
   std::string name;   // "short"
@@ -39,27 +33,6 @@ struct DiagnosticDecl {
   std::vector<std::string> reduce;
   lisp::Value select;  // a selector, or nil for every tensor
   Span span;
-};
-
-struct RunDecl {
-  Span span;
-  int64_t steps = 0, epochs = 0;  // one of them is set
-  int64_t microbatches = 1;
-  std::string precision = "f32";  // f32 tf32 bf16
-  std::string master_weights = "f32";
-  int64_t seed = 0;
-  std::optional<double> clip_norm;
-  int64_t log_every = 10;
-  std::optional<int64_t> checkpoint_every;
-  int64_t checkpoint_keep = 3;
-  bool checkpoint_at_end = true;
-  int64_t diagnostics_every = 100;
-  std::vector<std::string> diagnostics_select;
-  bool skip_nonfinite = false;  // :on-nonfinite :skip (default :stop)
-  int64_t max_skips = 10;
-  std::optional<run::Target> target;
-  bool target_stop = false;
-  std::string device = "auto";
 };
 
 struct Contract {

@@ -25,96 +25,95 @@ Program::~Program() {
   if (handle_) device_->destroy_program(handle_);
 }
 
-ir::Result<std::unique_ptr<Device>> Device::open(const host::PluginHost& plugins,
-                                                 const std::string& name,
-                                                 const nlohmann::json& options) {
-  using R = ir::Result<std::unique_ptr<Device>>;
+Result<std::unique_ptr<Device>> Device::open(const host::PluginHost& plugins,
+                                             const std::string& name,
+                                             const nlohmann::json& options) {
   const host::PluginRecord* record = plugins.find(name);
   if (!record)
-    return R::failure("no device plugin named '" + name + "' was found on the plugin path");
-  if (!record->loaded) return R::failure("the " + name + " plugin did not load: " + record->reason);
+    return fail("E-DEVICE", "no device plugin named '" + name + "' was found on the plugin path");
+  if (!record->loaded)
+    return fail("E-DEVICE", "the " + name + " plugin did not load: " + record->reason);
   const sg_device_api* api = plugins.device(name);
-  if (!api) return R::failure("plugin '" + name + "' is not a device");
+  if (!api) return fail("E-DEVICE", "plugin '" + name + "' is not a device");
   std::unique_ptr<Device> d(new Device(name, record->version, api));
   const char* probe = nullptr;
   size_t probe_len = 0;
-  if (std::string e = d->take(api->probe(&probe, &probe_len), "probe"); !e.empty())
-    return R::failure(e);
+  if (Status s = d->take(api->probe(&probe, &probe_len), "probe"); !s) return s.failed();
   d->probe_ = nlohmann::json::parse(probe, probe + probe_len, nullptr, false);
   // {"plan": true} asks an unavailable device to plan without running
   // (explain --device cuda where there is no GPU); its open decides.
   bool plan = options.is_object() && options.value("plan", false);
   if (!plan && d->probe_.is_object() && d->probe_.value("available", true) == false)
-    return R::failure("device " + name + " is not available: " + d->probe_.value("reason", ""));
+    return fail("E-DEVICE",
+                "device " + name + " is not available: " + d->probe_.value("reason", ""));
   std::string opts = options.dump();
-  if (std::string e = d->take(api->open(opts.data(), opts.size(), &d->device_), "open"); !e.empty())
-    return R::failure(e);
+  if (Status s = d->take(api->open(opts.data(), opts.size(), &d->device_), "open"); !s)
+    return s.failed();
   return d;
 }
 
 Device::~Device() {
-  if (device_) take(api_->close(device_), "close");
+  if (device_) (void)take(api_->close(device_), "close");
 }
 
-std::string Device::take(sg_error* e, const char* call) {
-  if (!e) return "";
-  return name_ + " device: " + call + ": " + host::take_error(api_, e);
+Status Device::take(sg_error* e, const char* call) {
+  if (!e) return ok_status();
+  return fail("E-DEVICE", name_ + " device: " + call + ": " + host::take_error(api_, e));
 }
 
-ir::Result<Buffer> Device::alloc(const ir::TensorType& type) {
+Result<Buffer> Device::alloc(const ir::TensorType& type) {
   sg_buffer* b = nullptr;
   auto dims = type.shape.dims();
-  std::string e = take(
-      api_->alloc(device_, ir::abi_dtype(type.dtype), dims.data(), dims.size(), &b), "alloc");
-  if (!e.empty()) return ir::Result<Buffer>::failure(e);
+  Status s = take(api_->alloc(device_, ir::abi_dtype(type.dtype), dims.data(), dims.size(), &b),
+                  "alloc");
+  if (!s) return s.failed();
   return Buffer(this, b, type);
 }
 
-std::string Device::upload(const Buffer& b, const void* data, size_t bytes) {
+Status Device::upload(const Buffer& b, const void* data, size_t bytes) {
   return take(api_->upload(b.handle(), data, bytes, 0), "upload");
 }
 
-std::string Device::download(const Buffer& b, void* data, size_t bytes) {
+Status Device::download(const Buffer& b, void* data, size_t bytes) {
   return take(api_->download(b.handle(), data, bytes, 0), "download");
 }
 
-std::string Device::synchronize() {
+Status Device::synchronize() {
   return take(api_->synchronize(device_, 0), "synchronize");
 }
 
-ir::Result<std::unique_ptr<Program>> Device::compile(const std::string& ir_json,
-                                                     const ir::Function& fn) {
+Result<std::unique_ptr<Program>> Device::compile(const std::string& ir_json,
+                                                 const ir::Function& fn) {
   sg_program* p = nullptr;
   const char* report = nullptr;
   size_t report_len = 0;
   uint64_t plan = 0;
-  std::string e = take(api_->compile(device_, ir_json.data(), ir_json.size(), fn.name.data(),
-                                     fn.name.size(), &p, &report, &report_len, &plan),
-                       "compile");
-  if (!e.empty())
-    return ir::Result<std::unique_ptr<Program>>::failure(e + " (function " + fn.name + ")");
+  Status s = take(api_->compile(device_, ir_json.data(), ir_json.size(), fn.name.data(),
+                                fn.name.size(), &p, &report, &report_len, &plan),
+                  "compile");
+  if (!s) return fail(s.code(), s.error() + " (function " + fn.name + ")");
   return std::make_unique<Program>(this, p, fn, report ? std::string(report, report_len) : "",
                                    plan);
 }
 
-std::string Device::run(const Program& p, std::span<sg_buffer* const> inputs,
-                        std::span<sg_buffer* const> outputs) {
-  std::string e =
+Status Device::run(const Program& p, std::span<sg_buffer* const> inputs,
+                   std::span<sg_buffer* const> outputs) {
+  Status s =
       take(api_->run(p.handle(), inputs.data(), inputs.size(), outputs.data(), outputs.size(), 0),
            "run");
-  return e.empty() ? e : e + " (function " + p.function().name + ")";
+  if (!s) return fail(s.code(), s.error() + " (function " + p.function().name + ")");
+  return s;
 }
 
 nlohmann::json Device::memory_stats() {
   const char* json = nullptr;
   size_t len = 0;
-  if (!take(api_->memory_stats(device_, &json, &len), "memory_stats").empty() || !json)
-    return nullptr;
+  if (!take(api_->memory_stats(device_, &json, &len), "memory_stats") || !json) return nullptr;
   return nlohmann::json::parse(json, json + len, nullptr, false);
 }
 
 void Device::free_buffer(sg_buffer* b) {
-  take(api_->free(b), "free");
+  (void)take(api_->free(b), "free");
 }
 
 void Device::destroy_program(sg_program* p) {

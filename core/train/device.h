@@ -1,6 +1,7 @@
 // A device plugin as the training loop drives it: the C table of
 // sg_device_api behind small C++ owners (Device, Buffer, Program), each
-// call's error turned into a message that names the call.
+// call's error turned into a failed Result (code E-DEVICE) whose message
+// names the call.
 #pragma once
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include "host/plugin_host.h"
 #include "ir/graph.h"
 #include "sexpgpu/plugin.h"
+#include "util/result.h"
 
 namespace sexpgpu::train {
 
@@ -72,9 +74,9 @@ class Device {
  public:
   // Opens device `name` (a loaded device plugin) with its options; the
   // error says why not (plugin missing, not loaded, or open failed).
-  static ir::Result<std::unique_ptr<Device>> open(const host::PluginHost& plugins,
-                                                  const std::string& name,
-                                                  const nlohmann::json& options);
+  static Result<std::unique_ptr<Device>> open(const host::PluginHost& plugins,
+                                              const std::string& name,
+                                              const nlohmann::json& options);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
@@ -84,14 +86,14 @@ class Device {
   // The plugin's probe: {"available", "reason", "devices": [...], "count"}.
   const nlohmann::json& probe() const { return probe_; }
 
-  ir::Result<Buffer> alloc(const ir::TensorType& type);
-  // Each returns "" or the plugin's message with the call that failed.
-  std::string upload(const Buffer& b, const void* data, size_t bytes);
-  std::string download(const Buffer& b, void* data, size_t bytes);
-  std::string synchronize();
-  ir::Result<std::unique_ptr<Program>> compile(const std::string& ir_json, const ir::Function& fn);
-  std::string run(const Program& p, std::span<sg_buffer* const> inputs,
-                  std::span<sg_buffer* const> outputs);
+  // Each fails with the plugin's message and the call that failed.
+  Result<Buffer> alloc(const ir::TensorType& type);
+  Status upload(const Buffer& b, const void* data, size_t bytes);
+  Status download(const Buffer& b, void* data, size_t bytes);
+  Status synchronize();
+  Result<std::unique_ptr<Program>> compile(const std::string& ir_json, const ir::Function& fn);
+  Status run(const Program& p, std::span<sg_buffer* const> inputs,
+             std::span<sg_buffer* const> outputs);
   nlohmann::json memory_stats();
 
   // For the owners above.
@@ -101,7 +103,8 @@ class Device {
  private:
   Device(std::string name, std::string version, const sg_device_api* api)
       : name_(std::move(name)), version_(std::move(version)), api_(api) {}
-  std::string take(sg_error* e, const char* call);
+  // The failure of call `call` (E-DEVICE), or success when `e` is null.
+  Status take(sg_error* e, const char* call);
 
   std::string name_, version_;
   const sg_device_api* api_;

@@ -36,15 +36,15 @@ int64_t RunMemory::total() const {
   return sum;
 }
 
-RunMemory plan_run_memory(const runfile::CompiledRun& run) {
+RunMemory plan_run_memory(const spec::RunSpec& run) {
   RunMemory m;
-  for (const runfile::ParamEntry& p : run.params) m.parameters += ir::type_bytes(p.type);
-  for (const runfile::StateEntry& s : run.states) m.optimizer_state += ir::type_bytes(s.type);
+  for (const spec::ParamEntry& p : run.params) m.parameters += ir::type_bytes(p.type);
+  for (const spec::StateEntry& s : run.states) m.optimizer_state += ir::type_bytes(s.type);
   // The training step of the batch shape that needs the most (a stage's
   // larger batch or longer sequences): it sizes the run.
   const ir::Function* step = nullptr;
   int64_t step_need = -1;
-  for (const runfile::SizedFunction& f : run.train_fns)
+  for (const spec::SizedFunction& f : run.train_fns)
     if (const ir::Function* fn = run.module.find(f.fn)) {
       ir::MemoryUse use = ir::plan_memory(*fn);
       if (use.input_bytes + use.intermediate_peak > step_need)
@@ -61,7 +61,7 @@ RunMemory plan_run_memory(const runfile::CompiledRun& run) {
   m.activations = step_use.intermediate_peak;
   for (const ir::Function& fn : run.module.functions) {
     bool train_step = std::any_of(run.train_fns.begin(), run.train_fns.end(),
-                                  [&](const runfile::SizedFunction& f) { return f.fn == fn.name; });
+                                  [&](const spec::SizedFunction& f) { return f.fn == fn.name; });
     if (train_step) continue;  // a shape of the step, which runs in the largest one's place
     int64_t peak = ir::plan_memory(fn).intermediate_peak;
     if (peak > m.workspace) m.workspace = peak, m.workspace_function = fn.name;

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "runfile/compile.h"
+#include "spec/run_spec.h"
 
 namespace sexpgpu::train {
 
@@ -24,7 +24,7 @@ struct RunMemory {
   int64_t total() const;
 };
 
-RunMemory plan_run_memory(const runfile::CompiledRun& run);
+RunMemory plan_run_memory(const spec::RunSpec& run);
 
 // The E-MEMORY message when the plan does not fit `have_bytes` of device
 // `device`, naming what is needed and what the device has; nullopt when it

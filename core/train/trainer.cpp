@@ -76,12 +76,14 @@ std::string content_hash(std::string_view text) {
   return buf;
 }
 
-Trainer::Trainer(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
-                 const RunOptions& options, host::PluginHost& plugins)
-    : run_(run), loaders_(loaders), opt_(options), plugins_(plugins) {
+Trainer::Trainer(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins)
+    : run_(run), opt_(options), plugins_(plugins) {
   steps_ = options.steps.value_or(run.steps);
   seed_ = options.seed.value_or(run.run.seed);
-  target_ = run.run.target;
+  if (const std::optional<spec::TargetDecl>& t = run.run.target) {
+    target_.emplace();
+    target_->metric = t->metric, target_->op = t->op, target_->value = t->value;
+  }
   target_stop_ = run.run.target_stop;
   file_hash_ = content_hash(options.file_text);
   ir_json_ = ir::to_json(run.module).dump();
@@ -91,24 +93,24 @@ Trainer::Trainer(const runfile::CompiledRun& run, const runfile::Loaders& loader
 
 // ---- setup -------------------------------------------------------------------------------
 
-Maybe Trainer::open_outputs() {
+Status Trainer::open_outputs() {
   std::error_code ec;
   fs::create_directories(opt_.run_dir, ec);
-  if (ec) return Failure{"E-IO", "cannot create " + opt_.run_dir + ": " + ec.message()};
-  auto write = [&](const std::string& name, const std::string& text) -> Maybe {
+  if (ec) return fail("E-IO", "cannot create " + opt_.run_dir + ": " + ec.message());
+  auto write = [&](const std::string& name, const std::string& text) -> Status {
     std::string e;
-    if (!write_file_atomic(opt_.run_dir + "/" + name, text, &e)) return Failure{"E-IO", e};
-    return std::nullopt;
+    if (!write_file_atomic(opt_.run_dir + "/" + name, text, &e)) return fail("E-IO", e);
+    return ok_status();
   };
-  if (Maybe f = write("run.lisp", opt_.file_text)) return f;
+  if (Status f = write("run.lisp", opt_.file_text); !f) return f;
   for (const auto& [path, text] : opt_.modules) {
     fs::create_directories(opt_.run_dir + "/modules", ec);
-    if (Maybe f = write("modules/" + fs::path(path).filename().string(), text)) return f;
+    if (Status f = write("modules/" + fs::path(path).filename().string(), text); !f) return f;
   }
-  if (Maybe f = write("selection.json", opt_.selection.dump(2) + "\n")) return f;
-  if (Maybe f = write("ir.json", ir_json_ + "\n")) return f;
-  ir::Result<run::EventLog> log = run::EventLog::create(opt_.run_dir + "/events.jsonl");
-  if (!log) return Failure{"E-IO", log.error()};
+  if (Status f = write("selection.json", opt_.selection.dump(2) + "\n"); !f) return f;
+  if (Status f = write("ir.json", ir_json_ + "\n"); !f) return f;
+  Result<run::EventLog> log = run::EventLog::create(opt_.run_dir + "/events.jsonl");
+  if (!log) return fail("E-IO", log.error());
   events_.emplace(std::move(log).value());
   events_->set_mirror([this](const std::string& line) {
     if (opt_.json) std::cout << line << "\n" << std::flush;
@@ -116,8 +118,8 @@ Maybe Trainer::open_outputs() {
   });
   status_.emplace(opt_.run_dir + "/status.json");
   status_->edit().steps = steps_;
-  if (std::string e = status_->set_state("compiling"); !e.empty()) return Failure{"E-IO", e};
-  return std::nullopt;
+  if (std::string e = status_->set_state("compiling"); !e.empty()) return fail("E-IO", e);
+  return ok_status();
 }
 
 // A device's memory plan that does not fit is E-MEMORY (the plugin's
@@ -126,7 +128,7 @@ static const char* device_failure_code(const std::string& message) {
   return message.find("E-MEMORY") != std::string::npos ? "E-MEMORY" : "E-DEVICE";
 }
 
-Maybe Trainer::open_device() {
+Status Trainer::open_device() {
   // What every device is told: the run's precision mode and --deterministic
   // (the CPU device is deterministic and f32-exact anyway).
   json common = {{"precision", run_.run.precision}, {"deterministic", opt_.deterministic}};
@@ -134,9 +136,9 @@ Maybe Trainer::open_device() {
   if (opt_.device == "auto" && plugins_.device("cuda")) {
     json options = common;
     options["ordinal"] = 0;
-    if (ir::Result<std::unique_ptr<Device>> d = Device::open(plugins_, "cuda", options)) {
+    if (Result<std::unique_ptr<Device>> d = Device::open(plugins_, "cuda", options)) {
       device_ = std::move(d).value();
-      return std::nullopt;
+      return ok_status();
     }
   }
   json options = common;
@@ -146,22 +148,21 @@ Maybe Trainer::open_device() {
     std::optional<int> ordinal = device_ordinal(name);
     name = name.substr(0, colon);
     if (!ordinal)
-      return Failure{"E-DEVICE", "device " + opt_.device +
-                                     ": the ordinal after ':' must be a number from 0 to " +
-                                     std::to_string(kMaxOrdinal)};
+      return fail("E-DEVICE", "device " + opt_.device +
+                                  ": the ordinal after ':' must be a number from 0 to " +
+                                  std::to_string(kMaxOrdinal));
     options["ordinal"] = *ordinal;
   }
-  ir::Result<std::unique_ptr<Device>> d = Device::open(plugins_, name, options);
-  if (!d) return Failure{"E-DEVICE", d.error()};
+  Result<std::unique_ptr<Device>> d = Device::open(plugins_, name, options);
+  if (!d) return fail("E-DEVICE", d.error());
   device_ = std::move(d).value();
-  return std::nullopt;
+  return ok_status();
 }
 
 // A device's probe may give each GPU's datasheet peak by precision
 // ("peak_flops": {"bf16", "tf32", "f32"}); the run's precision picks one.
 void Trainer::set_peak_flops() {
-  for (const runfile::SizedFunction& f : run_.train_fns)
-    step_flops_[f.fn] = runfile::step_flops(run_, &f).total();
+  for (const auto& [fn, flops] : run_.step_flops) step_flops_[fn] = flops.total();
   size_t ordinal = size_t(device_ordinal(opt_.device).value_or(0));
   const json& devices = device_->probe().value("devices", json::array());
   if (!devices.is_array() || ordinal >= devices.size()) return;
@@ -174,47 +175,51 @@ void Trainer::set_peak_flops() {
 // physical memory for the cpu device), before anything is allocated: a plan
 // that cannot fit is E-MEMORY with both numbers, not an allocation failure
 // half-way through compiling.
-Maybe Trainer::check_memory() {
+Status Trainer::check_memory() {
   size_t ordinal = size_t(device_ordinal(opt_.device).value_or(0));
   const json& devices = device_->probe().value("devices", json::array());
-  if (!devices.is_array() || ordinal >= devices.size()) return std::nullopt;
+  if (!devices.is_array() || ordinal >= devices.size()) return ok_status();
   const json& have = devices[ordinal].value("memory_bytes", json(nullptr));
-  if (!have.is_number_unsigned() && !have.is_number_integer()) return std::nullopt;
+  if (!have.is_number_unsigned() && !have.is_number_integer()) return ok_status();
   std::string name = device_->name() + (devices.size() > 1 ? ":" + std::to_string(ordinal) : "");
   if (std::optional<std::string> e =
           memory_shortfall(plan_run_memory(run_), have.get<uint64_t>(), name))
-    return Failure{"E-MEMORY", *e};
-  return std::nullopt;
+    return fail("E-MEMORY", *e);
+  return ok_status();
 }
 
 // Every loader's data in memory (each source loads once, whoever asks
 // first), so a missing or unreadable file stops the run before it starts.
-Maybe Trainer::load_data() {
-  for (const runfile::LoaderDecl& decl : loaders_.decls)
+Status Trainer::load_data() {
+  for (const spec::LoaderDecl& decl : run_.loaders.decls)
     if (data::Status st = decl.source->load(); !st)
-      return Failure{"E-LOADER-SOURCE", "loader " + decl.name + ": " + st.error()};
-  return std::nullopt;
+      return fail("E-LOADER-SOURCE", "loader " + decl.name + ": " + st.error());
+  return ok_status();
 }
 
 // What a run needs from outside the file (sinks, the device and its
 // memory, the data) is resolved before the run directory is written, so a
 // run refused here leaves nothing that blocks the corrected command.
-Maybe Trainer::resolve() {
-  if (Maybe f = find_sinks()) return f;
-  if (Maybe f = open_device()) return f;
+Status Trainer::resolve() {
+  if (Status f = find_sinks(); !f) return f;
+  if (Status f = open_device(); !f) return f;
   set_peak_flops();
-  if (Maybe f = check_memory()) return f;
+  if (Status f = check_memory(); !f) return f;
   return load_data();
 }
 
-// A run that fails before its directory is written: the error on standard
-// error, and with --json its close event on standard output.
-int Trainer::refuse(const Failure& f, int exit_code) {
-  std::cerr << "sexpgpu run: " << f.code << " " << f.message << "\n";
-  if (opt_.json)
-    std::cout << unstarted_close_line(exit_code, {{"code", f.code}, {"message", f.message}}) << "\n"
-              << std::flush;
-  return exit_code;
+// The CLI prints a refusal's error and, with --json, its close event
+// (unstarted_close_line).
+RunOutcome Trainer::refuse(const Status& why) const {
+  RunOutcome o;
+  o.end = RunEnd::Refused;
+  o.state = "failed";
+  o.error = why.diagnostic();
+  return o;
+}
+
+void Trainer::report(const std::string& message) const {
+  if (opt_.report) opt_.report(message);
 }
 
 std::string unstarted_close_line(int exit_code, const nlohmann::json& error) {
@@ -237,40 +242,40 @@ std::optional<int> device_ordinal(const std::string& spec) {
   return ordinal;
 }
 
-Maybe Trainer::compile() {
+Status Trainer::compile() {
   for (const ir::Function& fn : run_.module.functions) {
-    ir::Result<std::unique_ptr<Program>> p = device_->compile(ir_json_, fn);
-    if (!p) return Failure{device_failure_code(p.error()), p.error()};
+    Result<std::unique_ptr<Program>> p = device_->compile(ir_json_, fn);
+    if (!p) return fail(device_failure_code(p.error()), p.error());
     programs_[fn.name].program = std::move(p).value();
   }
-  return std::nullopt;
+  return ok_status();
 }
 
-Maybe Trainer::allocate() {
-  auto alloc = [&](const ir::TensorType& t, Buffer& into) -> Maybe {
-    ir::Result<Buffer> b = device_->alloc(t);
-    if (!b) return Failure{device_failure_code(b.error()), b.error()};
+Status Trainer::allocate() {
+  auto alloc = [&](const ir::TensorType& t, Buffer& into) -> Status {
+    Result<Buffer> b = device_->alloc(t);
+    if (!b) return fail(device_failure_code(b.error()), b.error());
     into = std::move(b).value();
-    return std::nullopt;
+    return ok_status();
   };
-  for (const runfile::ParamEntry& p : run_.params) {
+  for (const spec::ParamEntry& p : run_.params) {
     Slot& s = params_[p.path];
-    if (Maybe f = alloc(p.type, s.current)) return f;
+    if (Status f = alloc(p.type, s.current); !f) return f;
     if (p.trainable)
-      if (Maybe f = alloc(p.type, s.spare)) return f;
+      if (Status f = alloc(p.type, s.spare); !f) return f;
     if (!p.trainable) continue;
-    if (Maybe f = alloc(p.type, grads_[p.path])) return f;
+    if (Status f = alloc(p.type, grads_[p.path]); !f) return f;
     if (run_.run.microbatches > 1) {
-      if (Maybe f = alloc(p.type, acc_[p.path].current)) return f;
-      if (Maybe f = alloc(p.type, acc_[p.path].spare)) return f;
+      if (Status f = alloc(p.type, acc_[p.path].current); !f) return f;
+      if (Status f = alloc(p.type, acc_[p.path].spare); !f) return f;
     }
   }
-  for (const runfile::StateEntry& s : run_.states) {
+  for (const spec::StateEntry& s : run_.states) {
     Slot& slot = states_[s.tensor_name()];
-    if (Maybe f = alloc(s.type, slot.current)) return f;
-    if (Maybe f = alloc(s.type, slot.spare)) return f;
+    if (Status f = alloc(s.type, slot.current); !f) return f;
+    if (Status f = alloc(s.type, slot.spare); !f) return f;
   }
-  if (Maybe f = alloc(ir::TensorType{ir::DType::I64, ir::Shape{3}}, rng_)) return f;
+  if (Status f = alloc(ir::TensorType{ir::DType::I64, ir::Shape{3}}, rng_); !f) return f;
   // Each program's own buffers: inputs and outputs no table above holds.
   for (auto& [name, bound] : programs_) {
     const ir::Function& fn = bound.program->function();
@@ -278,11 +283,11 @@ Maybe Trainer::allocate() {
       const ir::Node& n = fn.node(id);
       if (n.op != ir::Op::Input) continue;
       const std::string& in = *n.attrs.name;
-      if (auto key = runfile::ctx_key_of_input(in)) {
+      if (auto key = spec::ctx_key_of_input(in)) {
         if (!ctx_.count(*key))
-          if (Maybe f = alloc(n.type, ctx_[*key])) return f;
+          if (Status f = alloc(n.type, ctx_[*key]); !f) return f;
       } else if (in.rfind("batch:", 0) == 0) {
-        if (Maybe f = alloc(n.type, bound.own[in])) return f;
+        if (Status f = alloc(n.type, bound.own[in]); !f) return f;
       }
     }
     for (const ir::Output& o : fn.outputs) {
@@ -290,13 +295,13 @@ Maybe Trainer::allocate() {
       bool shared = out.rfind("grad:", 0) == 0 || out.rfind("param:", 0) == 0 ||
                     out.rfind("state:", 0) == 0 || out.rfind("sum:", 0) == 0;
       if (!shared)
-        if (Maybe f = alloc(fn.type(o.node), bound.own[out])) return f;
+        if (Status f = alloc(fn.type(o.node), bound.own[out]); !f) return f;
     }
   }
-  return std::nullopt;
+  return ok_status();
 }
 
-Maybe Trainer::upload_scalar(const Buffer& b, double value) {
+Status Trainer::upload_scalar(const Buffer& b, double value) {
   std::byte bytes[8] = {};
   switch (b.type().dtype) {
     case ir::DType::I64: {
@@ -315,94 +320,91 @@ Maybe Trainer::upload_scalar(const Buffer& b, double value) {
       std::memcpy(bytes, &v, 4);
     }
   }
-  if (std::string e = device_->upload(b, bytes, b.bytes()); !e.empty())
-    return Failure{"E-DEVICE", e};
-  return std::nullopt;
+  if (Status e = device_->upload(b, bytes, b.bytes()); !e) return e;
+  return ok_status();
 }
 
-Maybe Trainer::initialise() {
+Status Trainer::initialise() {
   // Initialisers draw with the last microbatch index of step 0, which no
   // training step uses, so their numbers are not a dropout mask's.
   int64_t rng[3] = {seed_, 0, 65535};
-  if (std::string e = device_->upload(rng_, rng, sizeof rng); !e.empty())
-    return Failure{"E-DEVICE", e};
-  if (Maybe f = run_fn("init", nullptr, true)) return f;
-  for (const runfile::StateEntry& s : run_.states) {
+  if (Status e = device_->upload(rng_, rng, sizeof rng); !e) return e;
+  if (Status f = run_fn("init", nullptr, true); !f) return f;
+  for (const spec::StateEntry& s : run_.states) {
     const Buffer& b = states_[s.tensor_name()].current;
     std::vector<float> fill(size_t(s.type.shape.numel().value_or(0)), float(s.fill));
     if (s.type.dtype != ir::DType::F32)
-      return Failure{"E-DEVICE", "optimizer state " + s.tensor_name() + " is " +
-                                     s.type.to_string() + "; only f32 states are supported"};
-    if (std::string e = device_->upload(b, fill.data(), b.bytes()); !e.empty())
-      return Failure{"E-DEVICE", e};
+      return fail("E-DEVICE", "optimizer state " + s.tensor_name() + " is " + s.type.to_string() +
+                                  "; only f32 states are supported");
+    if (Status e = device_->upload(b, fill.data(), b.bytes()); !e) return e;
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 // A loader of the file at its start, seeded by the run unless it has its
 // own :seed, in the current stage.
-Maybe Trainer::make_loader(const runfile::LoaderDecl& decl, std::optional<data::Loader>& out) {
+Status Trainer::make_loader(const spec::LoaderDecl& decl, std::optional<data::Loader>& out) {
   data::LoaderOptions o = decl.options;
   if (!decl.has_seed) o.seed = uint64_t(seed_);
-  ir::Result<data::Loader> loader = data::Loader::create(decl.source, o);
-  if (!loader) return Failure{"E-LOADER-SOURCE", loader.error()};
+  Result<data::Loader> loader = data::Loader::create(decl.source, o);
+  if (!loader) return fail("E-LOADER-SOURCE", loader.error());
   out.emplace(std::move(loader).value());
   if (data::Status st = out->apply_stage(overrides_for(decl)); !st)
-    return Failure{"E-LOADER-SOURCE", st.error()};
-  return std::nullopt;
+    return fail("E-LOADER-SOURCE", st.error());
+  return ok_status();
 }
 
-Maybe Trainer::start_loader(std::optional<json> saved) {
+Status Trainer::start_loader(std::optional<json> saved) {
   std::optional<data::Loader> made;
-  if (Maybe f = make_loader(*loaders_.find(run_.train_loader), made)) return f;
+  if (Status f = make_loader(*run_.loaders.find(run_.train_loader), made); !f) return f;
   data::Loader& l = *made;
   if (saved)
-    if (data::Status s = l.restore(*saved); !s) return Failure{"E-RESUME-MISMATCH", s.error()};
+    if (data::Status s = l.restore(*saved); !s) return fail("E-RESUME-MISMATCH", s.error());
   prefetch_ = std::make_unique<data::Prefetcher>(std::move(l), 4);
-  return std::nullopt;
+  return ok_status();
 }
 
 // The loader's options in the current stage (LoaderDecl::overrides_for).
-data::StageOverrides Trainer::overrides_for(const runfile::LoaderDecl& loader) const {
+data::StageOverrides Trainer::overrides_for(const spec::LoaderDecl& loader) const {
   if (run_.stages.empty()) return {};
   return loader.overrides_for(run_.stages[stage_].name);
 }
 
-Maybe Trainer::enter_stage(size_t index) {
+Status Trainer::enter_stage(size_t index) {
   stage_ = index;
   if (prefetch_) {
     data::Loader l = std::move(*prefetch_).stop();
     prefetch_.reset();
-    if (data::Status st = l.apply_stage(overrides_for(*loaders_.find(run_.train_loader))); !st)
-      return Failure{"E-LOADER-SOURCE", st.error()};
+    if (data::Status st = l.apply_stage(overrides_for(*run_.loaders.find(run_.train_loader))); !st)
+      return fail("E-LOADER-SOURCE", st.error());
     prefetch_ = std::make_unique<data::Prefetcher>(std::move(l), 4);
   }
   json shapes = json::object();
-  for (const runfile::LoaderDecl& l : loaders_.decls) {
+  for (const spec::LoaderDecl& l : run_.loaders.decls) {
     data::StageOverrides o = overrides_for(l);
     shapes[l.name] = {{"batch", o.batch.value_or(l.options.batch)}};
     if (o.seq_len) shapes[l.name]["seq_len"] = *o.seq_len;
   }
   (void)events_->stage(step_, run_.stages[index].name, int64_t(index), shapes);
   status_->edit().stage = run_.stages[index].name;
-  return std::nullopt;
+  return ok_status();
 }
 
 // At a step boundary: while the stage's :until holds, the next stage.
-Maybe Trainer::check_stage_end() {
+Status Trainer::check_stage_end() {
   while (stage_ + 1 < run_.stages.size() && !run_.stages[stage_].until_fn.empty()) {
-    if (Maybe f = set_ctx(0)) return f;
+    if (Status f = set_ctx(0); !f) return f;
     Scalars s;
-    if (Maybe f = run_fn(run_.stages[stage_].until_fn, &s)) return f;
+    if (Status f = run_fn(run_.stages[stage_].until_fn, &s); !f) return f;
     if (s["until"] < 0.5) break;
-    if (Maybe f = enter_stage(stage_ + 1)) return f;
+    if (Status f = enter_stage(stage_ + 1); !f) return f;
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 // ---- sinks -------------------------------------------------------------------------------
 
-Maybe Trainer::find_sinks() {
+Status Trainer::find_sinks() {
   for (const std::string& spec : opt_.sinks) {
     size_t colon = spec.find(':');
     SinkConnection c{spec.substr(0, colon),
@@ -410,13 +412,13 @@ Maybe Trainer::find_sinks() {
     c.api = plugins_.sink(c.name);
     if (!c.api) {
       const host::PluginRecord* r = plugins_.find(c.name);
-      return Failure{"E-IO", "--sink " + spec + ": " +
-                                 (r ? "the plugin did not load: " + r->reason
-                                    : "no sink plugin named '" + c.name + "' on the plugin path")};
+      return fail("E-IO", "--sink " + spec + ": " +
+                              (r ? "the plugin did not load: " + r->reason
+                                 : "no sink plugin named '" + c.name + "' on the plugin path"));
     }
     sinks_.push_back(std::move(c));
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 // A failing sink is reported once on standard error and dropped: the run's
@@ -432,8 +434,7 @@ void Trainer::feed_sinks(const std::string& line) {
       err = c.api->event(c.sink, line.data(), line.size());
     }
     if (!err) continue;
-    std::string message = "sink " + c.name + ": " + host::take_error(c.api, err);
-    std::cerr << "sexpgpu run: " << message << "\n";
+    report("sink " + c.name + ": " + host::take_error(c.api, err));
     if (c.sink) (void)host::take_error(c.api, c.api->close(c.sink));
     c.api = nullptr;
     c.sink = nullptr;
@@ -444,25 +445,25 @@ void Trainer::close_sinks() {
   for (SinkConnection& c : sinks_) {
     if (!c.api || !c.sink) continue;
     if (std::string e = host::take_error(c.api, c.api->close(c.sink)); !e.empty())
-      std::cerr << "sexpgpu run: sink " << c.name << ": " << e << "\n";
+      report("sink " + c.name + ": " + e);
     c.sink = nullptr;
   }
 }
 
 // ---- running a function ------------------------------------------------------------------
 
-Maybe Trainer::run_fn(const std::string& name, Scalars* scalars, bool init) {
+Status Trainer::run_fn(const std::string& name, Scalars* scalars, bool init) {
   if (!scalars) return enqueue_fn(name, nullptr, init);
   PendingScalars pending;
-  if (Maybe f = enqueue_fn(name, &pending, init)) return f;
-  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  if (Status f = enqueue_fn(name, &pending, init); !f) return f;
+  if (Status e = device_->synchronize(); !e) return e;
   for (const auto& [k, v] : pending) (*scalars)[k] = v;
-  return std::nullopt;
+  return ok_status();
 }
 
 // Enqueues one run of `name` and, with `pending`, the downloads of its f32
 // scalar outputs behind it (plugins.md: complete after synchronize).
-Maybe Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, bool init) {
+Status Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, bool init) {
   Bound& bound = programs_.at(name);
   const ir::Function& fn = bound.program->function();
   std::vector<sg_buffer*> in, out;
@@ -475,7 +476,7 @@ Maybe Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, bool
       b = &params_.at(s).current;
     } else if (s == "rng") {
       b = &rng_;
-    } else if (auto key = runfile::ctx_key_of_input(s)) {
+    } else if (auto key = spec::ctx_key_of_input(s)) {
       b = &ctx_.at(*key);
     } else if (s.rfind("grad:", 0) == 0) {
       std::string path = s.substr(5);
@@ -504,35 +505,32 @@ Maybe Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, bool
       b = &bound.own.at(s);
     out.push_back(b->handle());
   }
-  if (std::string e = device_->run(*bound.program, in, out); !e.empty())
-    return Failure{"E-DEVICE", e};
-  if (!pending) return std::nullopt;
+  if (Status e = device_->run(*bound.program, in, out); !e) return e;
+  if (!pending) return ok_status();
   for (const ir::Output& o : fn.outputs) {
     auto it = bound.own.find(o.name);
     if (it == bound.own.end() || !it->second.type().shape.is_scalar()) continue;
     if (it->second.type().dtype != ir::DType::F32) continue;
     pending->emplace_back(o.name, 0.0f);
-    if (std::string e = device_->download(it->second, &pending->back().second, 4); !e.empty())
-      return Failure{"E-DEVICE", e};
+    if (Status e = device_->download(it->second, &pending->back().second, 4); !e) return e;
   }
-  return std::nullopt;
+  return ok_status();
 }
 
-Maybe Trainer::upload_batch(Bound& b, const data::Batch& batch) {
+Status Trainer::upload_batch(Bound& b, const data::Batch& batch) {
   for (const data::BatchField& f : batch.fields) {
     auto it = b.own.find("batch:" + f.name);
     if (it == b.own.end()) continue;  // a field no function reads
     if (it->second.bytes() != f.size_bytes)
-      return Failure{"E-LOADER-SOURCE",
-                     "field :" + f.name + " of a batch has " + std::to_string(f.size_bytes) +
-                         " bytes, the step expects " + std::to_string(it->second.bytes())};
-    if (std::string e = device_->upload(it->second, f.bytes.get(), f.size_bytes); !e.empty())
-      return Failure{"E-DEVICE", e};
+      return fail("E-LOADER-SOURCE",
+                  "field :" + f.name + " of a batch has " + std::to_string(f.size_bytes) +
+                      " bytes, the step expects " + std::to_string(it->second.bytes()));
+    if (Status e = device_->upload(it->second, f.bytes.get(), f.size_bytes); !e) return e;
   }
-  return std::nullopt;
+  return ok_status();
 }
 
-Maybe Trainer::set_ctx(int64_t microbatch) {
+Status Trainer::set_ctx(int64_t microbatch) {
   for (auto& [key, buffer] : ctx_) {
     double v = std::nan("");
     if (key == "step")
@@ -561,34 +559,31 @@ Maybe Trainer::set_ctx(int64_t microbatch) {
       v = 1;
     else if (auto it = latest_.find(key); it != latest_.end())
       v = it->second;
-    if (Maybe f = upload_scalar(buffer, v)) return f;
+    if (Status f = upload_scalar(buffer, v); !f) return f;
   }
   int64_t rng[3] = {seed_, step_, microbatch};
-  if (std::string e = device_->upload(rng_, rng, sizeof rng); !e.empty())
-    return Failure{"E-DEVICE", e};
-  return std::nullopt;
+  if (Status e = device_->upload(rng_, rng, sizeof rng); !e) return e;
+  return ok_status();
 }
 
-const std::string* Trainer::sized_fn_for(const std::vector<runfile::SizedFunction>& fns,
+const std::string* Trainer::sized_fn_for(const std::vector<spec::SizedFunction>& fns,
                                          const data::Batch& batch) {
-  for (const runfile::SizedFunction& f : fns)
+  for (const spec::SizedFunction& f : fns)
     if (f.rows == batch.size && f.seq_len == batch.seq_len) return &f.fn;
   return nullptr;
 }
 
 // A batch of a shape nothing was compiled for: compile_run compiles every
 // shape the loader can give, so this is a bug, said as such.
-Failure Trainer::no_sized_fn(const std::vector<runfile::SizedFunction>& fns,
-                             const data::Batch& batch) {
+Failed Trainer::no_sized_fn(const std::vector<spec::SizedFunction>& fns, const data::Batch& batch) {
   std::string compiled;
-  for (const runfile::SizedFunction& f : fns)
+  for (const spec::SizedFunction& f : fns)
     compiled += (compiled.empty() ? "" : ", ") + std::to_string(f.rows) +
                 (f.seq_len ? "x" + std::to_string(f.seq_len) : "");
-  return Failure{"E-LOADER-SOURCE",
-                 "internal error, please report: a batch of " + std::to_string(batch.size) +
-                     " rows" +
-                     (batch.seq_len ? " of :seq-len " + std::to_string(batch.seq_len) : "") +
-                     ", and " + fns.front().fn + " is compiled for " + compiled};
+  return fail("E-LOADER-SOURCE",
+              "internal error, please report: a batch of " + std::to_string(batch.size) + " rows" +
+                  (batch.seq_len ? " of :seq-len " + std::to_string(batch.seq_len) : "") +
+                  ", and " + fns.front().fn + " is compiled for " + compiled);
 }
 
 // ---- the step ----------------------------------------------------------------------------
@@ -599,20 +594,20 @@ Failure Trainer::no_sized_fn(const std::vector<runfile::SizedFunction>& fns,
 // so running the update before the loss is known costs nothing when it is
 // not finite. `nonfinite` says the step must not be applied and `what`
 // names the value.
-Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
+Status Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
   const int64_t micro = run_.run.microbatches;
   std::vector<PendingScalars> passes(static_cast<size_t>(micro));  // sized once: no deque moves
   for (int64_t mb = 0; mb < micro; ++mb) {
-    ir::Result<data::Batch> batch = prefetch_->next();
-    if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
+    Result<data::Batch> batch = prefetch_->next();
+    if (!batch) return fail("E-LOADER-SOURCE", batch.error());
     const std::string* found = sized_fn_for(run_.train_fns, *batch);
     if (!found) return no_sized_fn(run_.train_fns, *batch);
     const std::string& fn = *found;
     last_train_fn_ = fn;  // diagnostics over activations rerun this batch
-    if (Maybe f = upload_batch(programs_.at(fn), *batch)) return f;
+    if (Status f = upload_batch(programs_.at(fn), *batch); !f) return f;
     epoch_ = batch->epoch;
-    if (Maybe f = set_ctx(mb)) return f;
-    if (Maybe f = enqueue_fn(fn, &passes[size_t(mb)])) return f;
+    if (Status f = set_ctx(mb); !f) return f;
+    if (Status f = enqueue_fn(fn, &passes[size_t(mb)]); !f) return f;
     interval_examples_ += batch->size;
     const data::LoaderCounters c = prefetch_->state().counters;
     examples_ = c.examples;
@@ -622,15 +617,15 @@ Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
       if (mb == 0) {
         for (auto& [path, slot] : acc_) std::swap(slot.current, grads_.at(path));
       } else {
-        if (Maybe f = enqueue_fn("accumulate", nullptr)) return f;
+        if (Status f = enqueue_fn("accumulate", nullptr); !f) return f;
         for (auto& [path, slot] : acc_) slot.swap();
       }
     }
   }
-  if (Maybe f = set_ctx(0)) return f;
+  if (Status f = set_ctx(0); !f) return f;
   PendingScalars update;
-  if (Maybe f = enqueue_fn("update", &update)) return f;
-  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  if (Status f = enqueue_fn("update", &update); !f) return f;
+  if (Status e = device_->synchronize(); !e) return e;
   std::map<std::string, double> sums;
   for (const PendingScalars& pass : passes)
     for (const auto& [k, v] : pass) sums[k] += v / double(micro);
@@ -638,14 +633,14 @@ Maybe Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
   if (!std::isfinite(out["loss"])) {
     nonfinite = true;
     what = "loss";
-    return std::nullopt;
+    return ok_status();
   }
   for (const auto& [k, v] : update) out[k] = v;
   if (!std::isfinite(out["grad-norm"])) {
     nonfinite = true;
     what = "grad-norm";
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 void Trainer::report_step(const Scalars& s, double step_ms) {
@@ -670,7 +665,7 @@ void Trainer::report_step(const Scalars& s, double step_ms) {
   for (auto& [k, v] : metrics.items()) {
     if (!v.is_number()) continue;
     bool schedule = false;
-    for (const runfile::GroupEntry& g : run_.groups)
+    for (const spec::GroupEntry& g : run_.groups)
       schedule = schedule || std::find(g.series.begin(), g.series.end(), k) != g.series.end();
     if (schedule)
       summary_.observe_final(k, v.get<double>());
@@ -728,8 +723,8 @@ nlohmann::json Trainer::open_metadata() const {
   for (const auto& [path, text] : opt_.modules)
     modules.push_back({{"path", path}, {"hash", content_hash(text)}});
   int64_t param_count = 0;
-  for (const runfile::ParamEntry& p : run_.params) param_count += p.type.shape.numel().value_or(0);
-  const runfile::LoaderDecl* train = loaders_.find(run_.train_loader);
+  for (const spec::ParamEntry& p : run_.params) param_count += p.type.shape.numel().value_or(0);
+  const spec::LoaderDecl* train = run_.loaders.find(run_.train_loader);
   char time[64];
   std::time_t t = std::time(nullptr);
   std::strftime(time, sizeof time, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
@@ -756,29 +751,52 @@ nlohmann::json Trainer::open_metadata() const {
           {"command", opt_.argv}};
 }
 
-Maybe Trainer::after_step(bool& stop) {
+Status Trainer::after_step(bool& stop) {
   const int64_t done = step_;
-  for (const runfile::EvalPass& pass : run_.evals) {
+  for (const spec::EvalPass& pass : run_.evals) {
     bool periodic = pass.decl.every > 0 && done % pass.decl.every == 0 && done < steps_;
     bool at_end = pass.decl.at_end && done == steps_;
     if (periodic || at_end)
-      if (Maybe f = evaluate(pass)) return f;
+      if (Status f = evaluate(pass); !f) return f;
   }
   bool want = (run_.run.checkpoint_every && done % *run_.run.checkpoint_every == 0) ||
               g_checkpoint_request.exchange(false);
   // The last step's checkpoint is the :at-end one, unless that is off.
   if (want && (done < steps_ || !run_.run.checkpoint_at_end))
-    if (Maybe f = checkpoint()) return f;
+    if (Status f = checkpoint(); !f) return f;
   if (target_ && target_->reached && target_stop_) stop = true;
-  return std::nullopt;
+  return ok_status();
 }
 
-int Trainer::finish(const std::string& state, int exit_code, const Maybe& error) {
+namespace {
+
+const char* state_of(RunEnd end) {
+  switch (end) {
+    case RunEnd::Finished: return "finished";
+    case RunEnd::Refused:
+    case RunEnd::Failed: return "failed";
+    case RunEnd::NonFinite: return "nonfinite";
+    case RunEnd::Stopped:
+    case RunEnd::Interrupted: return "stopped";
+    case RunEnd::Preempted: return "preempted";
+  }
+  return "failed";
+}
+
+}  // namespace
+
+RunOutcome Trainer::finish(RunEnd end, const Status& why) {
+  RunOutcome o;
+  o.end = end;
+  o.state = state_of(end);
+  if (!why) o.error = why.diagnostic();
+  const int exit_code = opt_.exit_code_of(o);
+  const std::string& state = o.state;
   double wall = wall_before_resume_ + now_ms(started_) / 1000.0;
   summary_.set_counts(step_, wall, tokens_, examples_);
   if (target_) summary_.set_target(*target_);
   json summary = summary_.to_json();
-  json err = error ? json{{"code", error->code}, {"message", error->message}} : json(nullptr);
+  json err = why ? json(nullptr) : json{{"code", why.code()}, {"message", why.error()}};
   std::optional<std::string> next;
   if (state == "stopped" || state == "preempted") next = run::resume_command(opt_.argv);
   if (status_) status_->edit().step = step_;
@@ -786,28 +804,17 @@ int Trainer::finish(const std::string& state, int exit_code, const Maybe& error)
   close_sinks();
   if (status_) (void)status_->finish(state, exit_code, summary, err, next);
   if (progress_tty_) std::cerr << "\n";
-  if (error) std::cerr << "sexpgpu run: " << error->code << " " << error->message << "\n";
-  if (!opt_.json) {
-    char head[160];
-    std::snprintf(head, sizeof head, "%.1f s (%.2f ms/step)", wall,
-                  step_ ? 1000.0 * wall / double(step_) : 0.0);
-    std::cout << "run " << opt_.slug << ": " << state << " at step " << step_ << "/" << steps_
-              << " in " << head << "\n";
-    for (auto& [k, v] : summary_.final_values())
-      if (run::RunSummary::has_best(k)) std::cout << "  " << k << " " << v << "\n";
-    if (target_)
-      std::cout << "  target " << target_->metric << " " << target_->op << " " << target_->value
-                << ": "
-                << (target_->reached ? "reached at step " + std::to_string(*target_->step)
-                                     : "not reached")
-                << "\n";
-    std::cout << "  run directory " << opt_.run_dir << "\n";
-    if (next) std::cout << "  resume with: " << *next << "\n";
-  }
-  return exit_code;
+  o.step = step_;
+  o.steps = steps_;
+  o.wall_s = wall;
+  for (auto& [k, v] : summary_.final_values())
+    if (run::RunSummary::has_best(k)) o.final_values.emplace_back(k, v);
+  o.target = target_;
+  o.resume_command = next;
+  return o;
 }
 
-int Trainer::run() {
+RunOutcome Trainer::run() {
   started_ = std::chrono::steady_clock::now();
   install_signal_handlers();
   // Writing to a closed pipe (run --json | head) fails the write instead of
@@ -817,14 +824,13 @@ int Trainer::run() {
   // run directory is touched: its record stays the earlier run's.
   std::string resume_from;
   if (!opt_.resume.empty())
-    if (Maybe f = check_resume(resume_from))
-      return refuse(*f, f->code == "E-RESUME-MISMATCH" ? 1 : 3);
-  if (Maybe f = resolve()) return refuse(*f, 3);
-  if (Maybe f = open_outputs()) return refuse(*f, 3);
-  Maybe f = compile();
-  if (!f) f = allocate();
-  if (!f) f = initialise();
-  if (!f && !opt_.resume.empty()) {
+    if (Status f = check_resume(resume_from); !f) return refuse(f);
+  if (Status f = resolve(); !f) return refuse(f);
+  if (Status f = open_outputs(); !f) return refuse(f);
+  Status f = compile();
+  if (f) f = allocate();
+  if (f) f = initialise();
+  if (f && !opt_.resume.empty()) {
     if (resume_from.empty()) {
       f = start_loader(std::nullopt);
       (void)events_->open(device_ ? open_metadata() : json::object());
@@ -835,53 +841,52 @@ int Trainer::run() {
       f = resume(resume_from);
       json resumed_from = {{"step", step_}, {"checkpoint", resume_from}};
       if (opt_.allow_changed) resumed_from["allow_changed"] = true;
-      if (!f) (void)events_->open(open_metadata(), resumed_from);
+      if (f) (void)events_->open(open_metadata(), resumed_from);
     }
-  } else if (!f) {
+  } else if (f) {
     f = start_loader(std::nullopt);
-    if (!f) (void)events_->open(open_metadata());
+    if (f) (void)events_->open(open_metadata());
   }
-  if (f) return finish("failed", f->code == "E-RESUME-MISMATCH" ? 1 : 3, f);
+  if (!f) return finish(RunEnd::Failed, f);
   if (run_.run.precision == "tf32" && device_->name() == "cpu")
     (void)events_->warning(std::nullopt, "W-PRECISION",
                            ":precision :tf32 asks for TF32 matrix products; the cpu device "
                            "computes them in f32");
   (void)status_->set_state("running");
   if (!run_.stages.empty())
-    if (Maybe e = enter_stage(stage_)) return finish("failed", 3, e);
+    if (Status e = enter_stage(stage_); !e) return finish(RunEnd::Failed, e);
   if (step_ == 0)
-    for (const runfile::EvalPass& pass : run_.evals)
+    for (const spec::EvalPass& pass : run_.evals)
       if (pass.decl.at_start)
-        if (Maybe e = evaluate(pass)) return finish("failed", 3, e);
+        if (Status e = evaluate(pass); !e) return finish(RunEnd::Failed, e);
 
   bool stop = false;
   while (step_ < steps_ && !stop) {
     if (g_stop_signals.load() > 0) break;
-    if (Maybe e = check_stage_end()) return finish("failed", 3, e);
+    if (Status e = check_stage_end(); !e) return finish(RunEnd::Failed, e);
     auto t0 = std::chrono::steady_clock::now();
     Scalars s;
     bool nonfinite = false;
     std::string what;
-    if (Maybe e = train_step(s, nonfinite, what)) return finish("failed", 3, e);
+    if (Status e = train_step(s, nonfinite, what); !e) return finish(RunEnd::Failed, e);
     if (nonfinite) {
       if (!run_.run.skip_nonfinite) {
-        return finish("nonfinite", 4,
-                      Failure{"E-NONFINITE", "step " + std::to_string(step_) + ": " + what +
-                                                 " is not finite; the parameters keep their values "
-                                                 "from before the step"});
+        return finish(RunEnd::NonFinite,
+                      fail("E-NONFINITE", "step " + std::to_string(step_) + ": " + what +
+                                              " is not finite; the parameters keep their values "
+                                              "from before the step"));
       }
       ++skips_in_row_, ++skipped_total_;
       (void)events_->warning(
           step_, "W-NONFINITE-SKIP",
           "step " + std::to_string(step_) + ": " + what + " is not finite; the step was skipped");
       if (skips_in_row_ > run_.run.max_skips)
-        return finish(
-            "nonfinite", 4,
-            Failure{"E-NONFINITE", std::to_string(skips_in_row_) + " non-finite steps in a row"});
+        return finish(RunEnd::NonFinite, fail("E-NONFINITE", std::to_string(skips_in_row_) +
+                                                                 " non-finite steps in a row"));
     } else {
       skips_in_row_ = 0;
       if (diagnostics_due())
-        if (Maybe e = run_diagnostics()) return finish("failed", 3, e);
+        if (Status e = run_diagnostics(); !e) return finish(RunEnd::Failed, e);
       for (auto& [path, slot] : params_)
         if (slot.spare.handle()) slot.swap();
       for (auto& [name, slot] : states_) slot.swap();
@@ -893,7 +898,7 @@ int Trainer::run() {
     ++step_;
     if (!nonfinite && (step_ % run_.run.log_every == 0 || step_ == steps_ || step_ == 1))
       report_step(s, ms);
-    if (Maybe e = after_step(stop)) return finish("failed", 3, e);
+    if (Status e = after_step(stop); !e) return finish(RunEnd::Failed, e);
   }
   int signals = g_stop_signals.load();
   if (signals > 0) {
@@ -901,30 +906,29 @@ int Trainer::run() {
     std::string name = term ? "SIGTERM" : "SIGINT";
     if (signals > 1) {
       (void)events_->signal(step_, name, "stop-now");
-      return finish("stopped", 130, std::nullopt);
+      return finish(RunEnd::Interrupted);
     }
     (void)events_->signal(step_, name, "checkpoint-and-stop");
-    if (Maybe e = checkpoint()) return finish("failed", 3, e);
-    if (g_stop_signals.load() > 1) return finish("stopped", 130, std::nullopt);
-    return finish(term ? "preempted" : "stopped", 75, std::nullopt);
+    if (Status e = checkpoint(); !e) return finish(RunEnd::Failed, e);
+    if (g_stop_signals.load() > 1) return finish(RunEnd::Interrupted);
+    return finish(term ? RunEnd::Preempted : RunEnd::Stopped);
   }
   if (step_ == steps_ || stop) {
     if (stop)
-      for (const runfile::EvalPass& pass : run_.evals) {
+      for (const spec::EvalPass& pass : run_.evals) {
         auto last = last_eval_step_.find(pass.decl.name);
         bool done_here = last != last_eval_step_.end() && last->second == step_;
         if (pass.decl.at_end && !done_here)
-          if (Maybe e = evaluate(pass)) return finish("failed", 3, e);
+          if (Status e = evaluate(pass); !e) return finish(RunEnd::Failed, e);
       }
     if (run_.run.checkpoint_at_end)
-      if (Maybe e = checkpoint()) return finish("failed", 3, e);
+      if (Status e = checkpoint(); !e) return finish(RunEnd::Failed, e);
   }
-  return finish("finished", 0, std::nullopt);
+  return finish(RunEnd::Finished);
 }
 
-int train(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
-          const RunOptions& options, host::PluginHost& plugins) {
-  Trainer t(run, loaders, options, plugins);
+RunOutcome train(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins) {
+  Trainer t(run, options, plugins);
   return t.run();
 }
 

@@ -10,30 +10,29 @@ namespace sexpgpu::train {
 
 using nlohmann::json;
 
-Maybe Trainer::download(const Buffer& b, std::vector<std::byte>& out) {
+Status Trainer::download(const Buffer& b, std::vector<std::byte>& out) {
   out.resize(b.bytes());
-  if (std::string e = device_->download(b, out.data(), out.size()); !e.empty())
-    return Failure{"E-DEVICE", e};
-  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
-  return std::nullopt;
+  if (Status e = device_->download(b, out.data(), out.size()); !e) return e;
+  if (Status e = device_->synchronize(); !e) return e;
+  return ok_status();
 }
 
-Maybe Trainer::checkpoint() {
+Status Trainer::checkpoint() {
   (void)status_->set_state("checkpointing");
   // Owned copies of every tensor, then views of them for the writer.
   std::vector<std::vector<std::byte>> storage;
   storage.reserve(run_.params.size() + run_.states.size());
   run::CheckpointContent content;
   content.step = step_;
-  for (const runfile::ParamEntry& p : run_.params) {
+  for (const spec::ParamEntry& p : run_.params) {
     storage.emplace_back();
-    if (Maybe f = download(params_.at(p.path).current, storage.back())) return f;
+    if (Status f = download(params_.at(p.path).current, storage.back()); !f) return f;
     auto dims = p.type.shape.dims();
     content.params.push_back({p.path, p.type.dtype, {dims.begin(), dims.end()}, storage.back()});
   }
-  for (const runfile::StateEntry& s : run_.states) {
+  for (const spec::StateEntry& s : run_.states) {
     storage.emplace_back();
-    if (Maybe f = download(states_.at(s.tensor_name()).current, storage.back())) return f;
+    if (Status f = download(states_.at(s.tensor_name()).current, storage.back()); !f) return f;
     auto dims = s.type.shape.dims();
     content.optimizer.push_back({run::optimizer_tensor_name(s.param, s.name),
                                  s.type.dtype,
@@ -58,36 +57,36 @@ Maybe Trainer::checkpoint() {
                    {"selection", opt_.selection}};
   run::CheckpointOptions options;
   options.keep = run_.run.checkpoint_keep;
-  ir::Result<run::CheckpointWritten> w =
+  Result<run::CheckpointWritten> w =
       run::write_checkpoint(opt_.run_dir + "/checkpoints", content, options);
-  if (!w) return Failure{"E-IO", w.error()};
+  if (!w) return fail("E-IO", w.error());
   (void)events_->checkpoint(step_, w->path, w->bytes, w->ms, w->kept, w->removed);
   (void)status_->on_checkpoint(step_, w->path);
   (void)status_->set_state("running");
   last_checkpoint_step_ = step_;
-  return std::nullopt;
+  return ok_status();
 }
 
-Maybe Trainer::check_resume(std::string& dir_out) {
+Status Trainer::check_resume(std::string& dir_out) {
   dir_out.clear();
   std::string which = opt_.resume;
   if (which == "latest") {
     std::optional<run::CheckpointInfo> latest = run::find_latest(opt_.run_dir + "/checkpoints");
-    if (!latest) return std::nullopt;  // starts at step 0, and says so
+    if (!latest) return ok_status();  // starts at step 0, and says so
     which = latest->path;
   }
-  ir::Result<std::string> dir = run::resolve_checkpoint(which);
-  if (!dir) return Failure{"E-IO", dir.error()};
+  Result<std::string> dir = run::resolve_checkpoint(which);
+  if (!dir) return fail("E-IO", dir.error());
   // Every byte is checked against checksums.json before it is trusted.
   std::vector<std::string> problems = run::verify_checkpoint(*dir);
   if (!problems.empty())
-    return Failure{"E-IO",
-                   "checkpoint " + *dir + " is damaged: " + problems.front() +
-                       (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) +
-                                                  " more; sexpgpu checkpoint verify lists them)"
-                                            : "")};
-  ir::Result<run::Checkpoint> ck = run::load_checkpoint(*dir);
-  if (!ck) return Failure{"E-IO", ck.error()};
+    return fail("E-IO",
+                "checkpoint " + *dir + " is damaged: " + problems.front() +
+                    (problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) +
+                                               " more; sexpgpu checkpoint verify lists them)"
+                                         : ""));
+  Result<run::Checkpoint> ck = run::load_checkpoint(*dir);
+  if (!ck) return fail("E-IO", ck.error());
   const json& st = ck->state;
   std::vector<std::string> changed;
   if (st.value("file_hash", "") != file_hash_) changed.push_back("the run file");
@@ -96,37 +95,37 @@ Maybe Trainer::check_resume(std::string& dir_out) {
   if (!changed.empty() && !opt_.allow_changed) {
     std::string what;
     for (const std::string& c : changed) what += (what.empty() ? "" : ", ") + c;
-    return Failure{"E-RESUME-MISMATCH",
-                   "checkpoint " + *dir + " was written by another run: " + what +
-                       " changed; resume with --allow-changed to continue anyway"};
+    return fail("E-RESUME-MISMATCH",
+                "checkpoint " + *dir + " was written by another run: " + what +
+                    " changed; resume with --allow-changed to continue anyway");
   }
   dir_out = *dir;
-  return std::nullopt;
+  return ok_status();
 }
 
-Maybe Trainer::resume(const std::string& checkpoint_dir) {
+Status Trainer::resume(const std::string& checkpoint_dir) {
   const std::string* dir = &checkpoint_dir;
-  ir::Result<run::Checkpoint> ck = run::load_checkpoint(checkpoint_dir);
-  if (!ck) return Failure{"E-IO", ck.error()};
+  Result<run::Checkpoint> ck = run::load_checkpoint(checkpoint_dir);
+  if (!ck) return fail("E-IO", ck.error());
   const json& st = ck->state;
   auto restore = [&](const run::SafetensorsFile& file, const std::string& name,
-                     const ir::TensorType& type, const Buffer& into) -> Maybe {
+                     const ir::TensorType& type, const Buffer& into) -> Status {
     const run::TensorEntry* t = file.find(name);
     auto dims = type.shape.dims();
     if (!t || t->dtype != type.dtype || t->shape != std::vector<int64_t>(dims.begin(), dims.end()))
-      return Failure{"E-RESUME-MISMATCH", "checkpoint " + *dir + " has no tensor " + name +
-                                              " of type " + type.to_string()};
-    if (std::string e = device_->upload(into, t->data.data(), t->data.size()); !e.empty())
-      return Failure{"E-DEVICE", e};
-    return std::nullopt;
+      return fail("E-RESUME-MISMATCH",
+                  "checkpoint " + *dir + " has no tensor " + name + " of type " + type.to_string());
+    if (Status e = device_->upload(into, t->data.data(), t->data.size()); !e) return e;
+    return ok_status();
   };
-  for (const runfile::ParamEntry& p : run_.params)
-    if (Maybe f = restore(*ck->model, p.path, p.type, params_.at(p.path).current)) return f;
-  for (const runfile::StateEntry& s : run_.states)
-    if (Maybe f = restore(*ck->optimizer, run::optimizer_tensor_name(s.param, s.name), s.type,
-                          states_.at(s.tensor_name()).current))
+  for (const spec::ParamEntry& p : run_.params)
+    if (Status f = restore(*ck->model, p.path, p.type, params_.at(p.path).current); !f) return f;
+  for (const spec::StateEntry& s : run_.states)
+    if (Status f = restore(*ck->optimizer, run::optimizer_tensor_name(s.param, s.name), s.type,
+                           states_.at(s.tensor_name()).current);
+        !f)
       return f;
-  if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
+  if (Status e = device_->synchronize(); !e) return e;
   step_ = ck->step;
   const json counters = st.value("counters", json::object());
   epoch_ = counters.value("epoch", int64_t(0));
@@ -134,8 +133,7 @@ Maybe Trainer::resume(const std::string& checkpoint_dir) {
   tokens_ = counters.value("tokens", int64_t(0));
   const json latest = st.value("metrics", json::object());
   for (auto& [k, v] : latest.items()) latest_[k] = v.is_number() ? v.get<double>() : std::nan("");
-  if (ir::Result<run::RunSummary> s =
-          run::RunSummary::from_json(st.value("summary", json::object())))
+  if (Result<run::RunSummary> s = run::RunSummary::from_json(st.value("summary", json::object())))
     summary_ = *s;
   if (target_ && st.contains("target") && st["target"].is_object() &&
       st["target"].value("reached", false)) {
@@ -146,9 +144,8 @@ Maybe Trainer::resume(const std::string& checkpoint_dir) {
   skipped_total_ = st.value("skipped", int64_t(0));
   stage_ = st.value("stage", size_t(0));
   if (stage_ >= std::max<size_t>(run_.stages.size(), 1))
-    return Failure{"E-RESUME-MISMATCH", "checkpoint " + *dir + " is in stage " +
-                                            std::to_string(stage_) +
-                                            ", which this run does not have"};
+    return fail("E-RESUME-MISMATCH", "checkpoint " + *dir + " is in stage " +
+                                         std::to_string(stage_) + ", which this run does not have");
   wall_before_resume_ = st.value("wall_s", 0.0);
   const json loaders = st.value("loaders", json::object());
   json saved = loaders.value(run_.train_loader, json(nullptr));

@@ -1,4 +1,4 @@
-// Diagnostics on sampled steps (trainer_impl.h; runfile/diagnostics.h for
+// Diagnostics on sampled steps (trainer_impl.h; spec/run_spec.h for
 // what the functions compute). Nothing is compiled or allocated for a
 // diagnostic until it is selected: the first finite step with a selection
 // compiles the selected ones (and the forward pass when one is over
@@ -6,16 +6,16 @@
 // them between the update and the swap, and reports one diag event each.
 #include "ir/json.h"
 #include "ir/passes.h"
-#include "runfile/diagnostics.h"
+#include "train/diag_values.h"
 #include "train/trainer_impl.h"
 
 namespace sexpgpu::train {
 
 using nlohmann::json;
-using runfile::DiagnosticPlan;
+using spec::DiagnosticPlan;
 
 struct Trainer::DiagRuntime {
-  std::vector<const runfile::Diagnostic*> selected;
+  std::vector<const spec::Diagnostic*> selected;
   bool activations = false;                     // a selected one reads probes
   std::map<std::string, Bound> programs;        // by function name
   std::map<std::string, std::string> forwards;  // diag:forward by its shape's suffix
@@ -23,7 +23,7 @@ struct Trainer::DiagRuntime {
 
 namespace {
 
-// A sized function's shape as its name says it (compile.h): "@96", "@128x64",
+// A sized function's shape as its name says it (spec/run_spec.h): "@96", "@128x64",
 // or "" for the loader's own batch; diag:...:activations and diag:forward are
 // named after the train_step they go with (runfile/diagnostics.cpp).
 std::string shape_suffix(const std::string& fn) {
@@ -36,7 +36,7 @@ bool sampled(int64_t done, int64_t every, int64_t steps) {
   return done == 1 || done % every == 0 || done == steps;
 }
 
-std::vector<std::string> selected_names(const runfile::RunDecl& run,
+std::vector<std::string> selected_names(const spec::RunDecl& run,
                                         const std::vector<std::string>& flags) {
   std::vector<std::string> out;
   for (const std::vector<std::string>* list : {&run.diagnostics_select, &flags})
@@ -46,21 +46,21 @@ std::vector<std::string> selected_names(const runfile::RunDecl& run,
 }
 
 // The plan's functions `fns`, optimized as compile_run optimizes the run's.
-ir::Result<ir::Module> optimized(const DiagnosticPlan& plan, const std::vector<std::string>& fns) {
+Result<ir::Module> optimized(const DiagnosticPlan& plan, const std::vector<std::string>& fns) {
   ir::Module module;
   module.files = plan.module.files;
   module.params = plan.module.params;
   for (const std::string& name : fns) {
     module.functions.push_back(*plan.module.find(name));
     if (std::string e = ir::optimize(module, module.functions.back()); !e.empty())
-      return ir::Result<ir::Module>::failure(name + ": " + e);
+      return Result<ir::Module>::failure(name + ": " + e);
   }
   return module;
 }
 
 std::string core_reducer_list() {
   std::string out;
-  for (const std::string& r : runfile::core_reducers()) out += (out.empty() ? "" : " ") + r;
+  for (const std::string& r : spec::core_reducers()) out += (out.empty() ? "" : " ") + r;
   return out;
 }
 
@@ -72,66 +72,66 @@ bool Trainer::diagnostics_due() const {
   return !diag_->selected.empty() && sampled(step_ + 1, run_.run.diagnostics_every, steps_);
 }
 
-Maybe Trainer::prepare_diagnostics() {
+Status Trainer::prepare_diagnostics() {
   const DiagnosticPlan& plan = *run_.diagnostics;
   auto rt = std::make_shared<DiagRuntime>();
   for (const std::string& name : selected_names(run_.run, opt_.diags)) {
-    const runfile::Diagnostic* d = plan.find(name);
+    const spec::Diagnostic* d = plan.find(name);
     if (!d)
-      return Failure{"E-RUN-KEY",
-                     "no diagnostic named '" + name + "'; the diagnostics are: " + plan.names()};
+      return fail("E-RUN-KEY",
+                  "no diagnostic named '" + name + "'; the diagnostics are: " + plan.names());
     for (const std::string& r : d->plugin_reducers)
       if (!plugins_.reducer(r))
-        return Failure{"E-DIAG-REDUCER", "diagnostic " + name + " reduces with '" + r +
-                                             "', which is neither a core reducer (" +
-                                             core_reducer_list() +
-                                             ") nor a loaded reducer plugin (sexpgpu doctor "
-                                             "lists the plugins)"};
+        return fail("E-DIAG-REDUCER", "diagnostic " + name + " reduces with '" + r +
+                                          "', which is neither a core reducer (" +
+                                          core_reducer_list() +
+                                          ") nor a loaded reducer plugin (sexpgpu doctor "
+                                          "lists the plugins)");
     rt->selected.push_back(d);
     if (d->over_activations && !plan.forwards.empty()) rt->activations = true;
   }
   std::vector<std::string> fns;
-  for (const runfile::Diagnostic* d : rt->selected)
-    for (const runfile::DiagFunction& f : d->fns) fns.push_back(f.fn);
+  for (const spec::Diagnostic* d : rt->selected)
+    for (const spec::DiagFunction& f : d->fns) fns.push_back(f.fn);
   if (rt->activations)
-    for (const runfile::SizedFunction& f : plan.forwards) {
+    for (const spec::SizedFunction& f : plan.forwards) {
       fns.push_back(f.fn);
       rt->forwards[shape_suffix(f.fn)] = f.fn;
     }
-  ir::Result<ir::Module> module = optimized(plan, fns);
+  Result<ir::Module> module = optimized(plan, fns);
   if (!module)  // a pass broke the IR: a bug in SexpGPU, not in the file
-    return Failure{
+    return fail(
         "E-UNSUPPORTED",
-        "internal error, please report: the diagnostics' IR does not verify: " + module.error()};
+        "internal error, please report: the diagnostics' IR does not verify: " + module.error());
   std::string ir_json = ir::to_json(*module).dump();
-  auto compile = [&](const ir::Function& fn) -> Maybe {
-    ir::Result<std::unique_ptr<Program>> p = device_->compile(ir_json, fn);
-    if (!p) return Failure{"E-DEVICE", p.error()};
+  auto compile = [&](const ir::Function& fn) -> Status {
+    Result<std::unique_ptr<Program>> p = device_->compile(ir_json, fn);
+    if (!p) return fail("E-DEVICE", p.error());
     Bound& bound = rt->programs[fn.name];
     bound.program = std::move(p).value();
     for (const ir::Output& o : fn.outputs) {
-      ir::Result<Buffer> b = device_->alloc(fn.type(o.node));
-      if (!b) return Failure{"E-DEVICE", b.error()};
+      Result<Buffer> b = device_->alloc(fn.type(o.node));
+      if (!b) return fail("E-DEVICE", b.error());
       bound.own[o.name] = std::move(b).value();
     }
     // A ctx key only a diagnostic reads gets its buffer here; set_ctx fills it.
     for (ir::NodeId id : fn.inputs)
-      if (auto key = runfile::ctx_key_of_input(fn.node(id).attrs.name.value_or("")))
+      if (auto key = spec::ctx_key_of_input(fn.node(id).attrs.name.value_or("")))
         if (!ctx_.count(*key)) {
-          ir::Result<Buffer> b = device_->alloc(fn.node(id).type);
-          if (!b) return Failure{"E-DEVICE", b.error()};
+          Result<Buffer> b = device_->alloc(fn.node(id).type);
+          if (!b) return fail("E-DEVICE", b.error());
           ctx_[*key] = std::move(b).value();
         }
-    return std::nullopt;
+    return ok_status();
   };
   for (const ir::Function& fn : module->functions)
-    if (Maybe e = compile(fn)) return e;
+    if (Status e = compile(fn); !e) return e;
   diag_ = std::move(rt);
-  return std::nullopt;
+  return ok_status();
 }
 
-// Binds a diagnostic function's inputs by name (diagnostics.h) and runs it.
-Maybe Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
+// Binds a diagnostic function's inputs by name (spec/run_spec.h) and runs it.
+Status Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
   const ir::Function& fn = program.program->function();
   const bool summed = run_.run.microbatches > 1;
   std::vector<sg_buffer*> in, out;
@@ -144,7 +144,7 @@ Maybe Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
       b = &params_.at(s).current;
     else if (s == "rng")
       b = &rng_;
-    else if (auto key = runfile::ctx_key_of_input(s))
+    else if (auto key = spec::ctx_key_of_input(s))
       b = &ctx_.at(*key);
     else if (s.rfind("grad:", 0) == 0)
       b = summed ? &acc_.at(after(5)).current : &grads_.at(after(5));
@@ -159,47 +159,46 @@ Maybe Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
     in.push_back(b->handle());
   }
   for (const ir::Output& o : fn.outputs) out.push_back(program.own.at(o.name).handle());
-  if (std::string e = device_->run(*program.program, in, out); !e.empty())
-    return Failure{"E-DEVICE", e};
-  return std::nullopt;
+  if (Status e = device_->run(*program.program, in, out); !e) return e;
+  return ok_status();
 }
 
-Maybe Trainer::run_diagnostics() {
+Status Trainer::run_diagnostics() {
   if (!diag_)
-    if (Maybe f = prepare_diagnostics()) return f;
+    if (Status f = prepare_diagnostics(); !f) return f;
   const int64_t done = step_ + 1;
   if (diag_->selected.empty() || !sampled(done, run_.run.diagnostics_every, steps_))
-    return std::nullopt;
+    return ok_status();
   // The train function the last microbatch ran, and its batch.
   const std::string& train_fn = last_train_fn_;
   // The forward pass sees what the last microbatch saw: its ctx and random draws.
-  if (Maybe f = set_ctx(run_.run.microbatches - 1)) return f;
+  if (Status f = set_ctx(run_.run.microbatches - 1); !f) return f;
   if (diag_->activations)
-    if (Maybe f = run_diag_program(diag_->programs.at(diag_->forwards.at(shape_suffix(train_fn))),
-                                   train_fn))
+    if (Status f = run_diag_program(diag_->programs.at(diag_->forwards.at(shape_suffix(train_fn))),
+                                    train_fn);
+        !f)
       return f;
   auto reducers = [&](const std::string& name) { return plugins_.reducer(name); };
-  for (const runfile::Diagnostic* d : diag_->selected) {
+  for (const spec::Diagnostic* d : diag_->selected) {
     json values = json::object();
-    for (const runfile::DiagFunction& f : d->fns) {
+    for (const spec::DiagFunction& f : d->fns) {
       if (f.rows != 0 && shape_suffix(f.fn) != shape_suffix(train_fn)) continue;
       Bound& program = diag_->programs.at(f.fn);
-      if (Maybe e = run_diag_program(program, train_fn)) return e;
-      if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
-      runfile::DiagDownloads downloads;
+      if (Status e = run_diag_program(program, train_fn); !e) return e;
+      if (Status e = device_->synchronize(); !e) return e;
+      DiagDownloads downloads;
       for (auto& [name, buffer] : program.own) {
         std::vector<float>& v = downloads[name];
         v.resize(size_t(buffer.type().shape.numel().value_or(0)));
-        if (std::string e = device_->download(buffer, v.data(), buffer.bytes()); !e.empty())
-          return Failure{"E-DEVICE", e};
+        if (Status e = device_->download(buffer, v.data(), buffer.bytes()); !e) return e;
       }
-      if (std::string e = device_->synchronize(); !e.empty()) return Failure{"E-DEVICE", e};
-      if (std::string e = runfile::add_diag_values(f, downloads, reducers, values); !e.empty())
-        return Failure{"E-DIAG-REDUCER", "diagnostic " + d->name + ": " + e};
+      if (Status e = device_->synchronize(); !e) return e;
+      if (Status e = add_diag_values(f, downloads, reducers, values); !e)
+        return fail(e.code(), "diagnostic " + d->name + ": " + e.error());
     }
     (void)events_->diag(done, d->name, values);
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 }  // namespace sexpgpu::train

@@ -18,12 +18,12 @@ bool Trainer::target_check(const std::string& metric, double value) {
   return true;
 }
 
-Maybe Trainer::evaluate(const runfile::EvalPass& pass) {
+Status Trainer::evaluate(const spec::EvalPass& pass) {
   auto t0 = std::chrono::steady_clock::now();
   last_eval_step_[pass.decl.name] = step_;
   (void)status_->set_state("evaluating");
   std::optional<data::Loader> made;
-  if (Maybe f = make_loader(*loaders_.find(pass.decl.loader), made)) return f;
+  if (Status f = make_loader(*run_.loaders.find(pass.decl.loader), made); !f) return f;
   data::Loader& l = *made;
   int64_t batches = pass.decl.batches < 0 ? l.batches_per_epoch() : pass.decl.batches;
   struct Fold {
@@ -33,35 +33,34 @@ Maybe Trainer::evaluate(const runfile::EvalPass& pass) {
   std::map<std::string, Fold> folds;
   int64_t examples = 0;
   for (int64_t i = 0; i < batches; ++i) {
-    ir::Result<data::Batch> batch = l.next();
-    if (!batch) return Failure{"E-LOADER-SOURCE", batch.error()};
+    Result<data::Batch> batch = l.next();
+    if (!batch) return fail("E-LOADER-SOURCE", batch.error());
     const std::string* fn = sized_fn_for(pass.fns, *batch);
     if (!fn) return no_sized_fn(pass.fns, *batch);
-    if (Maybe f = upload_batch(programs_.at(*fn), *batch)) return f;
-    if (Maybe f = set_ctx(0)) return f;
+    if (Status f = upload_batch(programs_.at(*fn), *batch); !f) return f;
+    if (Status f = set_ctx(0); !f) return f;
     Scalars s;
-    if (Maybe f = run_fn(*fn, &s)) return f;
+    if (Status f = run_fn(*fn, &s); !f) return f;
     examples += batch->size;
-    for (const runfile::MetricEntry& m : pass.metrics) {
+    for (const spec::MetricEntry& m : pass.metrics) {
       double v = s["metric:" + m.name];
       Fold& f = folds[m.name];
       switch (m.reduce) {
-        case runfile::MetricReduce::Mean:
+        case spec::MetricReduce::Mean:
           f.value += v * double(batch->size), f.weight += double(batch->size);
           break;
-        case runfile::MetricReduce::Sum: f.value += v; break;
-        case runfile::MetricReduce::Min: f.value = f.any ? std::min(f.value, v) : v; break;
-        case runfile::MetricReduce::Max: f.value = f.any ? std::max(f.value, v) : v; break;
-        case runfile::MetricReduce::Last: f.value = v; break;
+        case spec::MetricReduce::Sum: f.value += v; break;
+        case spec::MetricReduce::Min: f.value = f.any ? std::min(f.value, v) : v; break;
+        case spec::MetricReduce::Max: f.value = f.any ? std::max(f.value, v) : v; break;
+        case spec::MetricReduce::Last: f.value = v; break;
       }
       f.any = true;
     }
   }
   json metrics = json::object();
-  for (const runfile::MetricEntry& m : pass.metrics) {
+  for (const spec::MetricEntry& m : pass.metrics) {
     Fold& f = folds[m.name];
-    double v =
-        m.reduce == runfile::MetricReduce::Mean && f.weight > 0 ? f.value / f.weight : f.value;
+    double v = m.reduce == spec::MetricReduce::Mean && f.weight > 0 ? f.value / f.weight : f.value;
     std::string series = pass.decl.name + "/" + m.name;
     metrics[series] = std::isfinite(v) ? json(v) : json(nullptr);
     latest_[series] = v;
@@ -78,7 +77,7 @@ Maybe Trainer::evaluate(const runfile::EvalPass& pass) {
     for (auto& [k, v] : metrics.items()) line += " " + k + " " + v.dump();
     std::cerr << (progress_tty_ ? "\r\033[K" : "") << line << "\n";
   }
-  return std::nullopt;
+  return ok_status();
 }
 
 }  // namespace sexpgpu::train

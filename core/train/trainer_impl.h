@@ -5,7 +5,7 @@
 // Device memory: every parameter and optimizer state has two buffers; the
 // update writes the spare ones and they are swapped only when the step is
 // finite, so a non-finite step never touches the parameters. Inputs and
-// outputs are bound to programs by name at each call (see compile.h for
+// outputs are bound to programs by name at each call (see spec/run_spec.h for
 // the names), which keeps one table per kind of tensor instead of per
 // program.
 #pragma once
@@ -28,13 +28,6 @@
 
 namespace sexpgpu::train {
 
-// Why a run stops before its end, with the diagnostic code to report.
-struct Failure {
-  std::string code;  // E-DEVICE, E-IO, E-LOADER-SOURCE, E-RESUME-MISMATCH, ...
-  std::string message;
-};
-using Maybe = std::optional<Failure>;
-
 // A double-buffered tensor: `current` is read, `spare` written, then swapped.
 struct Slot {
   Buffer current, spare;
@@ -53,72 +46,72 @@ using Scalars = std::map<std::string, double>;
 
 class Trainer {
  public:
-  Trainer(const runfile::CompiledRun& run, const runfile::Loaders& loaders,
-          const RunOptions& options, host::PluginHost& plugins);
-  int run();
+  Trainer(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins);
+  RunOutcome run();
 
  private:
   // Setup (trainer.cpp).
-  Maybe open_outputs();
-  Maybe open_device();
-  Maybe check_memory();
-  Maybe load_data();
-  Maybe resolve();  // sinks, device, memory, data: before the run directory
-  int refuse(const Failure& f, int exit_code);
-  Maybe compile();
-  Maybe allocate();
-  Maybe initialise();
-  Maybe make_loader(const runfile::LoaderDecl& decl, std::optional<data::Loader>& out);
-  Maybe start_loader(std::optional<nlohmann::json> saved);
+  Status open_outputs();
+  Status open_device();
+  Status check_memory();
+  Status load_data();
+  Status resolve();  // sinks, device, memory, data: before the run directory
+  // A run refused before its directory is written.
+  RunOutcome refuse(const Status& why) const;
+  Status compile();
+  Status allocate();
+  Status initialise();
+  Status make_loader(const spec::LoaderDecl& decl, std::optional<data::Loader>& out);
+  Status start_loader(std::optional<nlohmann::json> saved);
   // Curriculum: moves the loaders to stage `index` and reports it.
-  Maybe enter_stage(size_t index);
-  Maybe check_stage_end();
-  data::StageOverrides overrides_for(const runfile::LoaderDecl& loader) const;
+  Status enter_stage(size_t index);
+  Status check_stage_end();
+  data::StageOverrides overrides_for(const spec::LoaderDecl& loader) const;
   nlohmann::json open_metadata() const;
   nlohmann::json memory_metadata() const;
   void set_peak_flops();
 
   // Running functions.
-  Maybe run_fn(const std::string& fn, Scalars* scalars, bool init = false);
+  Status run_fn(const std::string& fn, Scalars* scalars, bool init = false);
   // The scalars of runs enqueued without waiting: their downloads land in
   // these after the next synchronize (a deque: the addresses stay put).
   using PendingScalars = std::deque<std::pair<std::string, float>>;
-  Maybe enqueue_fn(const std::string& fn, PendingScalars* pending, bool init = false);
-  Maybe upload_batch(Bound& b, const data::Batch& batch);
-  Maybe set_ctx(int64_t microbatch);
-  Maybe upload_scalar(const Buffer& b, double value);
+  Status enqueue_fn(const std::string& fn, PendingScalars* pending, bool init = false);
+  Status upload_batch(Bound& b, const data::Batch& batch);
+  Status set_ctx(int64_t microbatch);
+  Status upload_scalar(const Buffer& b, double value);
   // The function of `fns` compiled for the batch's shape, or null.
-  static const std::string* sized_fn_for(const std::vector<runfile::SizedFunction>& fns,
+  static const std::string* sized_fn_for(const std::vector<spec::SizedFunction>& fns,
                                          const data::Batch& batch);
-  static Failure no_sized_fn(const std::vector<runfile::SizedFunction>& fns,
-                             const data::Batch& batch);
+  static Failed no_sized_fn(const std::vector<spec::SizedFunction>& fns, const data::Batch& batch);
 
   // The loop (trainer.cpp).
-  Maybe train_step(Scalars& out, bool& nonfinite, std::string& what);
+  Status train_step(Scalars& out, bool& nonfinite, std::string& what);
   void report_step(const Scalars& s, double step_ms);
-  Maybe after_step(bool& stop);
-  int finish(const std::string& state, int exit_code, const Maybe& error);
+  Status after_step(bool& stop);
+  // `why` is the failure of a Failed or NonFinite run.
+  RunOutcome finish(RunEnd end, const Status& why = ok_status());
+  void report(const std::string& message) const;
 
   // Diagnostics (trainer_diag.cpp): on a sampled step, after the update is
   // computed into the spare buffers and before they are swapped in, so
   // both the old and the new parameters are there.
   bool diagnostics_due() const;
-  Maybe run_diagnostics();
+  Status run_diagnostics();
 
   // Evaluation (trainer_eval.cpp).
-  Maybe evaluate(const runfile::EvalPass& pass);
+  Status evaluate(const spec::EvalPass& pass);
   bool target_check(const std::string& metric, double value);
 
   // Checkpoints (trainer_checkpoint.cpp).
-  Maybe checkpoint();
+  Status checkpoint();
   // Before anything is written: the checkpoint --resume names (empty when
   // `latest` finds none), its checksums, and whether this run may continue it.
-  Maybe check_resume(std::string& checkpoint_dir);
-  Maybe resume(const std::string& checkpoint_dir);
-  Maybe download(const Buffer& b, std::vector<std::byte>& out);
+  Status check_resume(std::string& checkpoint_dir);
+  Status resume(const std::string& checkpoint_dir);
+  Status download(const Buffer& b, std::vector<std::byte>& out);
 
-  const runfile::CompiledRun& run_;
-  const runfile::Loaders& loaders_;
+  const spec::RunSpec& run_;
   const RunOptions& opt_;
   host::PluginHost& plugins_;
 
@@ -137,7 +130,7 @@ class Trainer {
     sg_sink* sink = nullptr;
   };
   std::vector<SinkConnection> sinks_;
-  Maybe find_sinks();
+  Status find_sinks();
   void feed_sinks(const std::string& line);
   void close_sinks();
 
@@ -161,8 +154,8 @@ class Trainer {
   double wall_before_resume_ = 0;
   // The log interval's accumulated time and examples.
   double interval_ms_ = 0;
-  // The mfu series: the interval's FLOPs (runfile::step_flops of each step's
-  // batch shape, by train function) over its time and the device's peak
+  // The mfu series: the interval's FLOPs (the spec's step_flops of each
+  // step's batch shape, by train function) over its time and the device's peak
   // rate at the run's precision (0: the device names none, so no mfu series).
   std::map<std::string, double> step_flops_;
   double interval_flops_ = 0, peak_flops_ = 0;
@@ -174,8 +167,8 @@ class Trainer {
   struct DiagRuntime;                  // the selected diagnostics' programs and buffers
   std::shared_ptr<DiagRuntime> diag_;  // made at the first finite step that has a selection
   std::string last_train_fn_;          // the train_step the step's last microbatch ran
-  Maybe prepare_diagnostics();
-  Maybe run_diag_program(Bound& program, const std::string& train_fn);
+  Status prepare_diagnostics();
+  Status run_diag_program(Bound& program, const std::string& train_fn);
   // ---- end of the diagnostics' state ----
 };
 

@@ -12,6 +12,7 @@
 #include "program.h"
 #include "runfile/compile.h"
 #include "runfile/diagnostics.h"
+#include "train/diag_values.h"
 
 namespace {
 
@@ -302,7 +303,7 @@ TEST_CASE("the diag event's values: numbers, reducers, histograms, reducer plugi
   auto c = compile(kRunFile + "(defrun :steps 4)");
   const DiagnosticPlan& plan = c->plan();
   auto downloads = [&](const std::string& fn) {
-    runfile::DiagDownloads d;
+    train::DiagDownloads d;
     for (auto& [name, v] : run_fn(plan, fn, kStep)) d[name].assign(v.begin(), v.end());
     return d;
   };
@@ -312,14 +313,13 @@ TEST_CASE("the diag event's values: numbers, reducers, histograms, reducer plugi
 
   nlohmann::json values = nlohmann::json::object();
   const runfile::Diagnostic* grad_norm = plan.find("grad-norm");
-  REQUIRE(runfile::add_diag_values(grad_norm->fns[0], downloads("diag:grad-norm"), lookup,
-                                   values) == "");
+  REQUIRE(train::add_diag_values(grad_norm->fns[0], downloads("diag:grad-norm"), lookup, values));
   CHECK(values["global"].get<double>() == Approx(2.2912878));
   CHECK(values["net.b"].get<double>() == 0.5);
 
   values = nlohmann::json::object();
   const runfile::Diagnostic* spread = plan.find("spread");
-  REQUIRE(runfile::add_diag_values(spread->fns[0], downloads("diag:spread"), lookup, values) == "");
+  REQUIRE(train::add_diag_values(spread->fns[0], downloads("diag:spread"), lookup, values));
   CHECK(values.size() == 1);  // :select (ndim 2)
   const nlohmann::json& w = values["net.w"];
   CHECK(w["l2"].get<double>() == Approx(10.0));
@@ -329,21 +329,23 @@ TEST_CASE("the diag event's values: numbers, reducers, histograms, reducer plugi
   CHECK(w["histogram"]["counts"].dump() == "[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]");
   CHECK(w["kurtosis"].dump() == R"({"count":2.0,"sum":14.0})");
 
-  runfile::DiagDownloads nan_out = downloads("diag:grad-norm");
+  train::DiagDownloads nan_out = downloads("diag:grad-norm");
   nan_out["net.b"] = {NAN};
   values = nlohmann::json::object();
-  REQUIRE(runfile::add_diag_values(grad_norm->fns[0], nan_out, lookup, values) == "");
+  REQUIRE(train::add_diag_values(grad_norm->fns[0], nan_out, lookup, values));
   CHECK(values["net.b"].is_null());  // JSON has no NaN
 
   kurtosis = &broken;
   values = nlohmann::json::object();
-  CHECK(runfile::add_diag_values(spread->fns[0], downloads("diag:spread"), lookup, values) ==
-        "reducer kurtosis update: no room");
+  Status broken_reducer =
+      train::add_diag_values(spread->fns[0], downloads("diag:spread"), lookup, values);
+  CHECK(broken_reducer.code() == "E-DIAG-REDUCER");
+  CHECK(broken_reducer.error() == "reducer kurtosis update: no room");
   kurtosis = nullptr;
-  CHECK(runfile::add_diag_values(spread->fns[0], downloads("diag:spread"), lookup, values) ==
+  CHECK(train::add_diag_values(spread->fns[0], downloads("diag:spread"), lookup, values).error() ==
         "no reducer plugin named 'kurtosis' is loaded");
   // One output: a number.
-  ir::Result<nlohmann::json> single = runfile::reduce_with_plugin(sum_count, std::vector<float>{});
+  Result<nlohmann::json> single = train::reduce_with_plugin(sum_count, std::vector<float>{});
   REQUIRE(single.ok());
   CHECK(single->dump() == R"({"count":0.0,"sum":0.0})");
 }
