@@ -116,7 +116,7 @@ void print_human(const json& j) {
 // loader's data, and free disk for a checkpoint in the run directory.
 // Each part has "ok"; the problems are listed in "problems" as
 // "E-CODE message".
-json file_report(lisp::Session& s, const std::string& file, const json& devices) {
+json file_report(runfile::Session& s, const std::string& file, const json& devices) {
   const runfile::CompiledRun& run = *s.compiled;
   const char* env_device = std::getenv("SEXPGPU_DEVICE");
   std::string spec = env_device && *env_device ? env_device : run.run.device;
@@ -226,7 +226,7 @@ void add_doctor(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "print the report as one JSON document");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    std::unique_ptr<lisp::Session> s;
+    std::unique_ptr<runfile::Session> s;
     if (!opts->file.empty()) {
       s = opts->limits.load(opts->file, "doctor", exit_code, true);
       if (!s) return;

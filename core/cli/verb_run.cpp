@@ -167,7 +167,7 @@ void add_run(CLI::App& app, int& exit_code) {
       if (!diagnostics.is_null()) error["diagnostics"] = diagnostics;
       std::cout << train::unstarted_close_line(code, error) << "\n" << std::flush;
     };
-    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "run", exit_code, true);
+    std::unique_ptr<runfile::Session> s = opts->limits.load(opts->file, "run", exit_code, true);
     if (!s) {
       std::error_code ec;
       std::string message =

@@ -132,7 +132,7 @@ const char* to_string(MetricReduce r) {
 }
 
 std::vector<MetricDecl> metrics_of(const Interp& in, const std::string& fn) {
-  if (!in.contract_state) return {};
+  if (!in.extensions.find<Contract>()) return {};
   const auto& all = contract_of(in).metrics;
   auto it = all.find(fn);
   return it == all.end() ? std::vector<MetricDecl>{} : it->second;

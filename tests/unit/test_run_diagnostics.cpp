@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "lisp/session.h"
 #include "program.h"
 #include "runfile/compile.h"
 #include "runfile/diagnostics.h"
+#include "runfile/session.h"
 
 namespace {
 
@@ -40,7 +40,7 @@ const std::string kRunFile = R"(
 )";
 
 struct Compiled {
-  lisp::Session s;
+  runfile::Session s;
   std::shared_ptr<runfile::CompiledRun> run;
   const DiagnosticPlan& plan() const { return *run->diagnostics; }
 };
@@ -61,7 +61,7 @@ std::unique_ptr<Compiled> compile(const std::string& text) {
 
 // The first error compiling `text` gives.
 Diagnostic error_of(const std::string& text) {
-  lisp::Session s;
+  runfile::Session s;
   s.load_source("/diag-test/run.lisp", text);
   s.compile();
   for (const Diagnostic& d : s.sink.all())

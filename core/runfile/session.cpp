@@ -1,5 +1,5 @@
 // Session: prelude loading, files and strings evaluated form by form.
-#include "lisp/session.h"
+#include "runfile/session.h"
 
 #include <filesystem>
 #include <fstream>
@@ -13,12 +13,18 @@
 #include "runfile/optimizer.h"
 #include "stage/stager.h"
 
-namespace sexpgpu::lisp {
+namespace sexpgpu::runfile {
+
+using lisp::Interp;
+using lisp::Limits;
+using lisp::LispError;
+using lisp::ReadForm;
+using lisp::Value;
 
 Session::Session(const Limits& limits) {
   interp = std::make_unique<Interp>(sources, sink);
   stage::install(*interp);
-  interp->selection_state = std::make_shared<select::Selection>();
+  interp->extensions.emplace<select::Selection>();
   select::register_builtins(*interp);
   runfile::register_loaders(*interp);
   runfile::register_models(*interp);
@@ -101,4 +107,4 @@ bool Session::eval_string(const std::string& name, const std::string& text,
   return ok;
 }
 
-}  // namespace sexpgpu::lisp
+}  // namespace sexpgpu::runfile

@@ -1,5 +1,8 @@
 // A compilation session: the source map, the diagnostics, and an interpreter
-// with the prelude loaded. Every verb that reads Lisp starts from one.
+// with the prelude loaded. Every verb that reads Lisp starts from one. It is
+// the compiler's composition root: it installs the layers above the Lisp
+// (the stager, the selection, the run file's builtins) into the
+// interpreter's extension slot (docs/architecture.md).
 #pragma once
 
 #include <memory>
@@ -10,17 +13,15 @@
 #include "select/selection.h"
 
 namespace sexpgpu::runfile {
-struct CompiledRun;
-}
 
-namespace sexpgpu::lisp {
+struct CompiledRun;
 
 class Session {
  public:
-  explicit Session(const Limits& limits = {});
+  explicit Session(const lisp::Limits& limits = {});
   SourceMap sources;
   DiagnosticSink sink;
-  std::unique_ptr<Interp> interp;
+  std::unique_ptr<lisp::Interp> interp;
   // The file's declared selection; set `selection().request` before
   // loading the file (the verbs' --variant/--set/--point).
   select::Selection& selection() { return *select::selection_of(*interp); }
@@ -33,22 +34,23 @@ class Session {
   void load_source(const std::string& path, std::string text);
   // Evaluates the forms of `text` (named `name` in diagnostics); the values
   // of the last form are stored in `last`. False on the first error.
-  bool eval_string(const std::string& name, const std::string& text, std::vector<Value>* last);
+  bool eval_string(const std::string& name, const std::string& text,
+                   std::vector<lisp::Value>* last);
 
   // The run file's top-level forms as read, and whether it is a run file
   // (it uses a contract form such as defloader or defrun; other files are
   // plain Lisp, only evaluated).
-  std::vector<ReadForm> forms;
+  std::vector<lisp::ReadForm> forms;
   bool is_run_file = false;
 
   // For a run file: checks the contract's shape and stages it into the IR
   // the loop runs (runfile/compile.h), reporting errors to the sink.
   // `compiled` is set when it succeeded.
   void compile();
-  std::shared_ptr<runfile::CompiledRun> compiled;
+  std::shared_ptr<CompiledRun> compiled;
 
  private:
   bool selection_read_ = false;
 };
 
-}  // namespace sexpgpu::lisp
+}  // namespace sexpgpu::runfile
