@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "program.h"
+#include "cpu/program.h"
 #include "ir/passes.h"
 #include "runfile/session.h"
 #include "stage/stager.h"

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "geometry.h"
 #include "ir/json.h"
+#include "plan/geometry.h"
 #include "program.h"
 #include "storage.h"
 

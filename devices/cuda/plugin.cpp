@@ -26,8 +26,8 @@
 
 #include "check.h"
 #include "context.h"
+#include "cuda/codegen/nvrtc_cache.h"
 #include "ir/json.h"
-#include "nvrtc_cache.h"
 #include "program.h"
 #include "roofline.h"
 

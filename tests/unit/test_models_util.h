@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "catch.hpp"
-#include "program.h"
+#include "cpu/program.h"
 #include "runfile/model.h"
 #include "runfile/session.h"
 #include "stage/stager.h"

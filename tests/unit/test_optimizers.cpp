@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
-#include "program.h"
+#include "cpu/program.h"
 #include "runfile/optimizer.h"
 #include "runfile/session.h"
 #include "stage/stager.h"

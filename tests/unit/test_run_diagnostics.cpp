@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "program.h"
+#include "cpu/program.h"
 #include "runfile/compile.h"
 #include "runfile/diagnostics.h"
 #include "runfile/session.h"
