@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "cpu/program.h"
 #include "ir/passes.h"
-#include "lisp/session.h"
-#include "program.h"
+#include "runfile/session.h"
 #include "stage/stager.h"
 
 using namespace sexpgpu;
@@ -71,7 +71,7 @@ std::vector<char> read_all(const std::string& path) {
 
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
-  lisp::Session session;
+  runfile::Session session;
   std::string io_error;
   if (!session.load_file(args.file, &io_error)) usage(io_error);
   for (const Diagnostic& d : session.sink.all())

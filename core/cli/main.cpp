@@ -62,7 +62,7 @@ void add_quiet(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) add_quiet(*sub);
 }
 
-bool load_or_report(lisp::Session& s, const std::string& file, const char* verb) {
+bool load_or_report(runfile::Session& s, const std::string& file, const char* verb) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) {
     std::cerr << "sexpgpu " << verb << ": cannot read " << file << ": no such file\n";
@@ -76,7 +76,7 @@ bool load_or_report(lisp::Session& s, const std::string& file, const char* verb)
   return true;
 }
 
-nlohmann::json diagnostics_json(const lisp::Session& s) {
+nlohmann::json diagnostics_json(const runfile::Session& s) {
   return nlohmann::json::parse(render_json(s.sources, s.sink.all()));
 }
 
@@ -110,10 +110,10 @@ void LimitFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--point", point, "a sweep point: SWEEP:INDEX (0-based; applied last)");
 }
 
-std::unique_ptr<lisp::Session> LimitFlags::load(
+std::unique_ptr<runfile::Session> LimitFlags::load(
     const std::string& file, const char* verb, int& exit_code, bool compile, bool print_diagnostics,
     std::function<std::vector<std::string>()> reducer_plugins) const {
-  auto s = std::make_unique<lisp::Session>(limits);
+  auto s = std::make_unique<runfile::Session>(limits);
   s->reducer_plugins = std::move(reducer_plugins);
   if (!request(s->selection().request)) {
     exit_code = kUsage;

@@ -5,7 +5,7 @@
 
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
-#include "lisp/session.h"
+#include "runfile/session.h"
 
 namespace sexpgpu::cli {
 
@@ -36,11 +36,11 @@ void add_check(CLI::App& app, int& exit_code) {
     std::vector<Diagnostic> all;
     SourceMap* sources = nullptr;
     // One session per file: files are independent experiments.
-    std::vector<std::unique_ptr<lisp::Session>> sessions;
+    std::vector<std::unique_ptr<runfile::Session>> sessions;
     std::string human;
     size_t errors = 0, warnings = 0;
     for (const std::string& file : opts->files) {
-      auto s = std::make_unique<lisp::Session>(opts->limits.limits);
+      auto s = std::make_unique<runfile::Session>(opts->limits.limits);
       s->reducer_plugins = reducers;
       if (!opts->limits.request(s->selection().request)) {
         exit_code = kUsage;

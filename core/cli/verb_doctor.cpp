@@ -145,7 +145,7 @@ void print_human(const json& j) {
 // loader's data, and free disk for a checkpoint in the run directory.
 // Each part has "ok"; the problems are listed in "problems" as
 // "E-CODE message".
-json file_report(lisp::Session& s, const std::string& file, const json& devices) {
+json file_report(runfile::Session& s, const std::string& file, const json& devices) {
   const runfile::CompiledRun& run = *s.compiled;
   const char* env_device = std::getenv("SEXPGPU_DEVICE");
   std::string spec = env_device && *env_device ? env_device : run.run.device;
@@ -257,7 +257,7 @@ void add_doctor(CLI::App& app, int& exit_code) {
   cmd->callback([opts, &exit_code]() {
     host::PluginHost h(host::default_search_path());
     const std::vector<std::string> reducer_plugins = h.names(SG_PLUGIN_REDUCER);
-    std::unique_ptr<lisp::Session> s;
+    std::unique_ptr<runfile::Session> s;
     if (!opts->file.empty()) {
       s = opts->limits.load(opts->file, "doctor", exit_code, true, true,
                             [&reducer_plugins] { return reducer_plugins; });

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "cli/verbs.h"
-#include "lisp/session.h"
+#include "runfile/session.h"
 
 #ifdef SEXPGPU_HAVE_EDITLINE
 #include <editline/readline.h>
@@ -39,7 +39,7 @@ void print_values(lisp::Interp& in, const std::vector<lisp::Value>& vals, bool r
 // Report new diagnostics on standard error (with --json they go into the
 // document instead; under --quiet only errors), returning whether any was
 // an error.
-bool flush_diagnostics(lisp::Session& s, size_t& shown) {
+bool flush_diagnostics(runfile::Session& s, size_t& shown) {
   bool error = false;
   const auto& all = s.sink.all();
   for (; shown < all.size(); ++shown) {
@@ -89,7 +89,7 @@ bool balanced(const std::string& text) {
   return any && depth <= 0 && !in_string;
 }
 
-int repl(lisp::Session& s, bool readably) {
+int repl(runfile::Session& s, bool readably) {
   size_t shown = s.sink.all().size();
   int counter = 0;
 #ifdef SEXPGPU_HAVE_EDITLINE
@@ -128,9 +128,9 @@ struct EvalOpts {
 
 // Evaluates what the flags say; the session (nullptr when none could be
 // made), its diagnostics reported as they came.
-lisp::Session* evaluate(const EvalOpts& opts, int& exit_code) {
+runfile::Session* evaluate(const EvalOpts& opts, int& exit_code) {
   // Left to the OS at exit (see verb_check.cpp): freeing it costs more than it saves.
-  lisp::Session& s = *new lisp::Session(opts.limits.limits);
+  runfile::Session& s = *new runfile::Session(opts.limits.limits);
   if (!opts.limits.request(s.selection().request)) {
     exit_code = kUsage;
     return nullptr;
@@ -216,7 +216,7 @@ void add_eval(CLI::App& app, int& exit_code) {
     // --json: one document at the end, whatever happened; no REPL.
     static nlohmann::json values = nlohmann::json::array();
     g_json_values = &values;
-    lisp::Session* session = evaluate(*opts, exit_code);
+    runfile::Session* session = evaluate(*opts, exit_code);
     nlohmann::json doc = {
         {"values", values},
         {"diagnostics", session ? diagnostics_json(*session) : nlohmann::json::array()}};

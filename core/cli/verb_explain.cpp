@@ -200,7 +200,7 @@ json memory_json(const runfile::CompiledRun& run) {
           {"total", m.total()}};
 }
 
-json report_json(lisp::Session& s, const std::string& file) {
+json report_json(runfile::Session& s, const std::string& file) {
   lisp::Interp& in = *s.interp;
   const runfile::CompiledRun& run = *s.compiled;
   const spec::Loaders& loaders = run.loaders;
@@ -555,7 +555,7 @@ void add_explain(CLI::App& app, int& exit_code) {
     auto fail_json = [&](const nlohmann::json& diagnostics) {
       if (opts->json) std::cout << diagnostics.dump(2) << "\n";
     };
-    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "explain", exit_code, true);
+    std::unique_ptr<runfile::Session> s = opts->limits.load(opts->file, "explain", exit_code, true);
     if (!s) {
       std::error_code ec;
       fail_json(nlohmann::json::array(

@@ -9,7 +9,7 @@
 #include "ir/json.h"
 #include "ir/passes.h"
 #include "ir/print.h"
-#include "lisp/session.h"
+#include "runfile/session.h"
 #include "stage/stager.h"
 
 namespace sexpgpu::cli {
@@ -28,7 +28,7 @@ void add_ir(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-opt", opts->no_opt, "before the passes (folding, CSE, dead code, fusion)");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "ir", exit_code, true);
+    std::unique_ptr<runfile::Session> s = opts->limits.load(opts->file, "ir", exit_code, true);
     if (!s) return;
     if (s->sink.error_count()) {
       exit_code = kFileErrors;

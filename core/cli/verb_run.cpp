@@ -207,8 +207,8 @@ void add_run(CLI::App& app, int& exit_code) {
     // Loaded first: the compiler checks each :reduce against its reducers.
     host::PluginHost plugins(host::default_search_path());
     const std::vector<std::string> reducers = plugins.names(SG_PLUGIN_REDUCER);
-    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "run", exit_code, true, true,
-                                                         [&reducers] { return reducers; });
+    std::unique_ptr<runfile::Session> s = opts->limits.load(opts->file, "run", exit_code, true,
+                                                            true, [&reducers] { return reducers; });
     if (!s) {
       std::error_code ec;
       std::string message =

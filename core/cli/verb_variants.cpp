@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/verbs.h"
-#include "lisp/session.h"
+#include "runfile/session.h"
 
 namespace sexpgpu::cli {
 
@@ -43,7 +43,7 @@ void add_variants(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "one JSON document");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    std::unique_ptr<lisp::Session> s = opts->limits.load(opts->file, "variants", exit_code);
+    std::unique_ptr<runfile::Session> s = opts->limits.load(opts->file, "variants", exit_code);
     if (!s) return;
     lisp::Interp& in = *s->interp;
     const select::Selection& sel = s->selection();

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lisp/interp.h"
-#include "lisp/session.h"
+#include "runfile/session.h"
 #include "select/selection.h"
 
 namespace sexpgpu::cli {
@@ -41,7 +41,7 @@ struct LimitFlags {
   // in the session (for --json). Under --quiet only errors are printed.
   // `reducer_plugins` (the loaded ones: PluginHost::names) lets the
   // compiler refuse a :reduce that names no reducer here; empty accepts any.
-  std::unique_ptr<lisp::Session> load(
+  std::unique_ptr<runfile::Session> load(
       const std::string& file, const char* verb, int& exit_code, bool compile = false,
       bool print_diagnostics = true,
       std::function<std::vector<std::string>()> reducer_plugins = {}) const;
@@ -62,10 +62,10 @@ void add_quiet(CLI::App& app);
 
 // Reads a run file into a session; false (after printing "sexpgpu VERB:
 // cannot read FILE: no such file" or why) when it is not a readable file.
-bool load_or_report(lisp::Session& s, const std::string& file, const char* verb);
+bool load_or_report(runfile::Session& s, const std::string& file, const char* verb);
 
 // The session's diagnostics as check --json gives them: a JSON list.
-nlohmann::json diagnostics_json(const lisp::Session& s);
+nlohmann::json diagnostics_json(const runfile::Session& s);
 // One diagnostic with no position, for a failure that is not the file's
 // (a missing file, a device): the same shape as check --json's entries.
 nlohmann::json bare_diagnostic(const std::string& code, const std::string& message,

@@ -6,7 +6,7 @@
 #include <functional>
 #include <numeric>
 
-#include "stage/philox.h"
+#include "ir/philox.h"
 
 namespace sexpgpu::data {
 

@@ -10,7 +10,7 @@
 //   permutation that is a pure function of (seed, loader name, e): a
 //   Fisher-Yates shuffle whose k-th swap (k = 0 swaps the last element) draws
 //   rng_u64(k) of the Philox stream stream_id("loader:" + name) at step e
-//   (core/stage/philox.h), scaled to [0, i] by a 128-bit multiply. No state
+//   (core/ir/philox.h), scaled to [0, i] by a 128-bit multiply. No state
 //   but (epoch, offset) is needed to resume, and a changed batch size keeps
 //   the order.
 // - A batch never spans two epochs. Without :drop-last the last batch of an

@@ -1,6 +1,6 @@
 // The `synthetic` source (source.h): examples computed on demand, each a pure
 // function of (seed, example index) through the Philox streams of
-// core/stage/philox.h, so nothing is held in memory and any split, shuffle or
+// core/ir/philox.h, so nothing is held in memory and any split, shuffle or
 // resume sees the same data.
 //
 // Each draw below is from the stream stream_id("data:synthetic:" + NAME)
@@ -20,7 +20,7 @@
 #include <cstring>
 
 #include "data/source.h"
-#include "stage/philox.h"
+#include "ir/philox.h"
 
 namespace sexpgpu::data {
 

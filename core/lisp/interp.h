@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lisp/extension.h"
 #include "lisp/value.h"
 #include "util/diagnostics.h"
 
@@ -324,18 +325,9 @@ class Interp {
     return v.truthy();
   }
   void check_truth_value(Value v);
-  // The staging layer's state (core/stage's Stager), owned with the
-  // interpreter; empty where no tensors are staged.
-  std::shared_ptr<void> stage_state;
-  // The declared selection of the file being read (core/select), or empty.
-  std::shared_ptr<void> selection_state;
-  // The run file's declarations (core/runfile), each part its own registry,
-  // empty where nothing made one: loaders, models and parameters, optimizers
-  // and groups, and the contract (defeval, defrun, metrics, ctx).
-  std::shared_ptr<void> runfile_state;
-  std::shared_ptr<void> models_state;
-  std::shared_ptr<void> optimizer_state;
-  std::shared_ptr<void> contract_state;
+  // The state the layers above keep per interpreter (the stager, the
+  // selection, the run file's registries), each found by its own type.
+  Extensions extensions;
 
   // ---- errors ---------------------------------------------------------------
   [[noreturn]] void fail(const char* code, std::string message, std::string fix = "");

@@ -112,7 +112,7 @@ const std::vector<CtxKey>& ctx_keyword_keys() {
 }
 
 std::vector<MetricDecl> metrics_of(const Interp& in, const std::string& fn) {
-  if (!in.contract_state) return {};
+  if (!in.extensions.find<Contract>()) return {};
   const auto& all = contract_of(in).metrics;
   auto it = all.find(fn);
   return it == all.end() ? std::vector<MetricDecl>{} : it->second;

@@ -16,11 +16,11 @@ using lisp::Interp;
 using lisp::Value;
 
 Contract& contract_of(Interp& in) {
-  return *static_cast<Contract*>(in.contract_state.get());
+  return in.extensions.get<Contract>();
 }
 
 const Contract& contract_of(const Interp& in) {
-  return *static_cast<const Contract*>(in.contract_state.get());
+  return in.extensions.get<Contract>();
 }
 
 namespace {
@@ -409,7 +409,7 @@ void check_contract_forms(Interp& in, const std::vector<lisp::ReadForm>& forms) 
 }
 
 void register_contract(Interp& in) {
-  in.contract_state = std::make_shared<Contract>();
+  in.extensions.emplace<Contract>();
   SG_BUILTIN(in, "%DEFEVAL", 2, 2, "records an evaluation pass (what defeval expands to)",
              { return define_eval(in, args[0], args[1]); });
   SG_BUILTIN(in, "%DEFCURRICULUM", 1, 1, "records the stages (what defcurriculum expands to)",

@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 
 const Loaders& loaders_of(const Interp& in) {
   static const Loaders none;
-  return in.runfile_state ? *static_cast<const Loaders*>(in.runfile_state.get()) : none;
+  const Loaders* loaders = in.extensions.find<Loaders>();
+  return loaders ? *loaders : none;
 }
 
 namespace {
@@ -335,7 +336,7 @@ Value eval_source(Interp& in, Value form) {
 Value define_loader(Interp& in, Value name, Value option_forms) {
   if (!name.is_symbol() || name.is_nil())
     in.type_error(name, "a loader name (a symbol)", "defloader");
-  auto& registry = *static_cast<Loaders*>(in.runfile_state.get());
+  auto& registry = in.extensions.get<Loaders>();
   LoaderDecl decl;
   decl.name = lower(name.sym()->name);
   decl.span = in.current_span();
@@ -397,7 +398,7 @@ std::string field_names(Interp& in, Value batch) {
 }  // namespace
 
 void register_loaders(Interp& in) {
-  in.runfile_state = std::make_shared<Loaders>();
+  in.extensions.emplace<Loaders>();
   register_constructors(in);
   SG_BUILTIN(in, "%DEFLOADER", 2, 2, "records a loader (what defloader expands to)",
              { return define_loader(in, args[0], args[1]); });

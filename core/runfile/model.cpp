@@ -51,7 +51,7 @@ struct ModelState {
 };
 
 ModelState& state(Interp& in) {
-  return *static_cast<ModelState*>(in.models_state.get());
+  return in.extensions.get<ModelState>();
 }
 
 std::string lower(std::string s) {
@@ -438,7 +438,8 @@ ir::NodeId stage_init_of(Interp& in, const ParamDecl& d) {
 
 const Params& params_of(const Interp& in) {
   static const Params none;
-  return in.models_state ? static_cast<const ModelState*>(in.models_state.get())->params : none;
+  const ModelState* models = in.extensions.find<ModelState>();
+  return models ? models->params : none;
 }
 
 void begin_trace(Interp& in) {
@@ -454,7 +455,8 @@ void end_trace(Interp& in) {
 
 const std::vector<Probe>& probes_of(const Interp& in) {
   static const std::vector<Probe> none;
-  return in.models_state ? static_cast<const ModelState*>(in.models_state.get())->probes : none;
+  const ModelState* models = in.extensions.find<ModelState>();
+  return models ? models->probes : none;
 }
 
 void stage_init_function(Interp& in) {
@@ -476,7 +478,7 @@ void stage_init_function(Interp& in) {
 }
 
 void register_models(Interp& in) {
-  in.models_state = std::make_shared<ModelState>();
+  in.extensions.emplace<ModelState>();
   register_scope_builtins(in);
   register_param_builtins(in);
 }

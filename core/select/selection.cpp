@@ -430,7 +430,7 @@ void warn_unused(Interp& in, const std::vector<lisp::ReadForm>& forms, const Sel
 }
 
 Selection* selection_of(Interp& in) {
-  return static_cast<Selection*>(in.selection_state.get());
+  return in.extensions.find<Selection>();
 }
 
 void register_builtins(Interp& in) {

@@ -204,11 +204,11 @@ ir::NodeId Stager::rng_state() {
 }
 
 Stager& stager_of(Interp& in) {
-  return *static_cast<Stager*>(in.stage_state.get());
+  return in.extensions.get<Stager>();
 }
 
 void install(Interp& in) {
-  in.stage_state = std::make_shared<Stager>(in);
+  in.extensions.emplace<Stager>(in);
   register_tensor_basics(in);
   register_tensor_elementwise(in);
   register_tensor_shape(in);

@@ -15,7 +15,7 @@ extern const EmbeddedFile kPreludeFiles[];  // "prelude/prelude.lisp", ... in lo
 extern const size_t kPreludeFiles_count;
 extern const EmbeddedFile kDocPages[];  // "lisp", "check", ... and "llms.txt"
 extern const size_t kDocPages_count;
-// devices/cuda/elementwise_prelude.cuh, which NVRTC compiles with every
+// devices/cuda/codegen/elementwise_prelude.cuh, which NVRTC compiles with every
 // generated kernel (linked into the cuda plugin only).
 extern const EmbeddedFile kCudaPrelude[];
 extern const size_t kCudaPrelude_count;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ir/ops.h"
-#include "lower.h"
+#include "plan/lower.h"
 
 namespace sexpgpu::cpu {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "gemm.h"
-#include "geometry.h"
 #include "kernel.h"
+#include "plan/geometry.h"
 #include "storage.h"
 #include "vector_math.h"
 

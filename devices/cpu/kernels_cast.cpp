@@ -3,8 +3,8 @@
 // family shares for names and errors.
 #include <cstring>
 
-#include "geometry.h"
 #include "kernel.h"
+#include "parallel.h"
 #include "storage.h"
 
 namespace sexpgpu::cpu {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "gemm.h"
-#include "geometry.h"
 #include "kernel.h"
+#include "plan/geometry.h"
 #include "storage.h"
 
 namespace sexpgpu::cpu {

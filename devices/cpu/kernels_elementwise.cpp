@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "elementwise_rows.h"
-#include "geometry.h"
 #include "kernel.h"
+#include "parallel.h"
 #include "scalar_ops.h"
 #include "storage.h"
 #include "vector_math.h"

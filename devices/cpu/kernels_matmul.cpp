@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gemm.h"
-#include "geometry.h"
 #include "kernel.h"
+#include "parallel.h"
 #include "storage.h"
 
 namespace sexpgpu::cpu {

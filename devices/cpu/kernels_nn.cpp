@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
-#include "geometry.h"
 #include "kernel.h"
+#include "parallel.h"
 #include "storage.h"
 #include "vector_math.h"
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "geometry.h"
 #include "kernel.h"
+#include "plan/geometry.h"
 #include "storage.h"
 
 namespace sexpgpu::cpu {

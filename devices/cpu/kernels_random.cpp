@@ -1,5 +1,5 @@
 // Random draws (ops.def, "Random"): Philox-4x32-10 keyed by (seed, `stream`)
-// with the counter (step, microbatch, element block) of stage/philox.h. The
+// with the counter (step, microbatch, element block) of ir/philox.h. The
 // operand is the RNG state i64[3] = (seed, step, microbatch), read at run
 // time. Element i of a draw:
 //   uniform f32/bf16/f16: low + (high - low) * u, u the top 24/8/11 bits of
@@ -9,9 +9,9 @@
 //     rng_normal_f64 for f64.
 //   bernoulli (any dtype): 1 when the 24-bit f32 uniform of element i is
 //     below p, else 0.
-#include "geometry.h"
+#include "ir/philox.h"
 #include "kernel.h"
-#include "stage/philox.h"
+#include "parallel.h"
 #include "storage.h"
 
 namespace sexpgpu::cpu {

@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
-#include "geometry.h"
 #include "kernel.h"
+#include "parallel.h"
 #include "scalar_ops.h"
 #include "storage.h"
 #include "vector_math.h"

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "geometry.h"
 #include "kernel.h"
+#include "parallel.h"
 #include "scalar_ops.h"
 #include "storage.h"
 

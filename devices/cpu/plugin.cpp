@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "geometry.h"
 #include "ir/abi_dtype.h"
 #include "ir/json.h"
+#include "plan/geometry.h"
 #include "program.h"
 #include "sexpgpu/sdk/errors.h"
 #include "sexpgpu/sdk/tables.h"

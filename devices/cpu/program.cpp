@@ -17,12 +17,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "geometry.h"
 #include "ir/verify.h"
 #include "kernel.h"
-#include "lower.h"
-#include "memory_plan.h"
+#include "plan/geometry.h"
+#include "plan/lower.h"
+#include "plan/memory_plan.h"
 #include "storage.h"
+#include "thread_pool.h"
 
 namespace sexpgpu::cpu {
 namespace {

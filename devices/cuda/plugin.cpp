@@ -25,9 +25,9 @@
 
 #include "check.h"
 #include "context.h"
+#include "cuda/codegen/nvrtc_cache.h"
 #include "ir/abi_dtype.h"
 #include "ir/json.h"
-#include "nvrtc_cache.h"
 #include "program.h"
 #include "roofline.h"
 #include "sexpgpu/sdk/errors.h"

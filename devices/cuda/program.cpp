@@ -12,8 +12,8 @@
 // run, graphs), program_report.cpp (the report). This file: compile().
 #include "program.h"
 
+#include "cuda/plan/program_plan.h"
 #include "ir/verify.h"
-#include "program_plan.h"
 
 namespace sexpgpu::cuda {
 

@@ -4,9 +4,9 @@
 // program is destroyed. Separate because it only reads the plan.
 #include <nlohmann/json.hpp>
 
+#include "cuda/plan/program_plan.h"
 #include "ir/cost.h"
 #include "profile.h"
-#include "program_plan.h"
 #include "roofline.h"
 
 namespace sexpgpu::cuda::program_detail {

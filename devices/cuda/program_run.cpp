@@ -9,9 +9,9 @@
 #include <cstring>
 
 #include "check.h"
-#include "nvrtc_cache.h"
+#include "cuda/codegen/nvrtc_cache.h"
+#include "cuda/plan/program_plan.h"
 #include "profile.h"
-#include "program_plan.h"
 
 namespace sexpgpu::cuda::program_detail {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "cpu/program.h"
 #include "ir/graph.h"
-#include "program.h"
 
 namespace conformance {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "cpu/program.h"
 #include "ir/graph.h"
-#include "program.h"
 #include "sexpgpu/plugin.h"
 
 namespace conformance {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "catch.hpp"
-#include "context.h"
+#include "cuda/context.h"
 
 // Catch2 v3.3+ skips a test; older versions can only say so and return.
 #ifdef SKIP

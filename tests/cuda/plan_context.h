@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "context.h"
-#include "nvrtc_cache.h"
-#include "program.h"
+#include "cuda/codegen/nvrtc_cache.h"
+#include "cuda/context.h"
+#include "cuda/program.h"
 
 namespace sexpgpu::cuda::testing {
 

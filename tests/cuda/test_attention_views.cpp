@@ -1,8 +1,8 @@
 // compose_views (devices/cuda/attention_views.h): a chain of slice, reshape
 // and permute over a row-major buffer as one strided view, the way GPT-2's
 // q, k and v sit in its qkv product, and the chains that are no view.
-#include "attention_views.h"
 #include "catch.hpp"
+#include "cuda/plan/attention_views.h"
 
 using namespace sexpgpu;
 using cpu::LoweredNode;

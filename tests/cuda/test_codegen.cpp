@@ -11,12 +11,12 @@
 #include <set>
 
 #include "catch.hpp"
-#include "context.h"
-#include "elementwise.h"
-#include "fusion.h"
+#include "cuda/codegen/elementwise.h"
+#include "cuda/codegen/nvrtc_cache.h"
+#include "cuda/context.h"
+#include "cuda/plan/fusion.h"
 #include "ir/elementwise.h"
-#include "lower.h"
-#include "nvrtc_cache.h"
+#include "plan/lower.h"
 #include "plan_context.h"
 
 using namespace sexpgpu;

@@ -10,9 +10,9 @@
 // #pragma unroll means nothing to the host compiler.
 #include "cuda/flash_host_emulation.h"
 // clang-format off
-#include "attention_launch.h"
-#include "flash_tensor.h"
-#include "flash_tensor_grad.h"
+#include "cuda/kernels/attention_launch.h"
+#include "cuda/kernels/flash_tensor.h"
+#include "cuda/kernels/flash_tensor_grad.h"
 // clang-format on
 
 #include <algorithm>

@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "context.h"
+#include "cuda/codegen/nvrtc_cache.h"
+#include "cuda/context.h"
+#include "cuda/factories/kernel.h"
+#include "cuda/program.h"
 #include "gpu_or_skip.h"
 #include "ir/graph.h"
-#include "kernel.h"
-#include "nvrtc_cache.h"
 #include "plan_context.h"
-#include "program.h"
 
 using namespace sexpgpu;
 using cuda::testing::gpu_missing;

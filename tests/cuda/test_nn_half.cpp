@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "context.h"
+#include "cuda/context.h"
+#include "cuda/factories/kernel.h"
 #include "gpu_or_skip.h"
-#include "kernel.h"
 #include "plan_context.h"
 
 using namespace sexpgpu;

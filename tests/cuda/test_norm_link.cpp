@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "context.h"
+#include "cuda/context.h"
+#include "cuda/factories/kernel.h"
+#include "cuda/kernels/nn_launch.h"
 #include "gpu_or_skip.h"
 #include "ir/graph.h"
-#include "kernel.h"
-#include "nn_launch.h"
 #include "plan_context.h"
 
 using namespace sexpgpu;

@@ -5,11 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
-#include "context.h"
+#include "cuda/codegen/nvrtc_cache.h"
+#include "cuda/context.h"
+#include "cuda/program.h"
 #include "ir/graph.h"
-#include "nvrtc_cache.h"
 #include "plan_context.h"
-#include "program.h"
 
 using namespace sexpgpu;
 using ir::DType;

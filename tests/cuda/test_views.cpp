@@ -10,10 +10,10 @@
 #include <functional>
 
 #include "catch.hpp"
-#include "context.h"
-#include "elementwise.h"
-#include "elementwise_views.h"
-#include "nvrtc_cache.h"
+#include "cuda/codegen/elementwise.h"
+#include "cuda/codegen/elementwise_views.h"
+#include "cuda/codegen/nvrtc_cache.h"
+#include "cuda/context.h"
 #include "plan_context.h"
 
 using namespace sexpgpu;

@@ -16,7 +16,7 @@
 #include <random>
 #include <sstream>
 
-#include "lisp/session.h"
+#include "runfile/session.h"
 #include "util/big_stack.h"
 
 using namespace sexpgpu;
@@ -81,7 +81,7 @@ std::string mutate(const std::string& text, std::mt19937_64& rng) {
 std::string check_in_process(const std::string& name, const std::string& text) {
   lisp::Limits limits;
   limits.steps = 200'000;  // mutants are small; a tight budget keeps thousands fast
-  lisp::Session s(limits);
+  runfile::Session s(limits);
   s.interp->output = new std::string;  // print output is not ours to show
   s.load_source(name, text);
   delete s.interp->output;

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cpu/program.h"
 #include "ir/graph.h"
-#include "program.h"
 
 namespace fused_grad {
 

@@ -8,14 +8,15 @@
 
 #include "catch.hpp"
 #include "lisp/builtins.h"
-#include "lisp/session.h"
 #include "runfile/compile.h"
 #include "runfile/contract.h"
+#include "runfile/session.h"
 
 namespace golden {
 
 using namespace sexpgpu;
 using namespace sexpgpu::lisp;
+using sexpgpu::runfile::Session;
 namespace fs = std::filesystem;
 
 struct Expectation {

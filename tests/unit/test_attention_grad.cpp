@@ -9,11 +9,11 @@
 #include <random>
 
 #include "catch.hpp"
+#include "cpu/program.h"
 #include "ir/autodiff.h"
 #include "ir/grad_rules.h"
 #include "ir/verify.h"
-#include "lower.h"
-#include "program.h"
+#include "plan/lower.h"
 
 using namespace sexpgpu::ir;
 using sexpgpu::cpu::HostTensor;

@@ -6,9 +6,10 @@
 #include <sstream>
 
 #include "catch.hpp"
-#include "lisp/session.h"
+#include "runfile/session.h"
 
 using namespace sexpgpu::lisp;
+using sexpgpu::runfile::Session;
 
 namespace {
 std::string doc_page(const char* name) {

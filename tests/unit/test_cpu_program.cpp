@@ -6,7 +6,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "memory_plan.h"
+#include "plan/memory_plan.h"
 #include "test_cpu_util.h"
 
 using namespace cpu_test;

@@ -4,7 +4,7 @@
 // element mapping. Expected values from NumPy.
 #include <numeric>
 
-#include "stage/philox.h"
+#include "ir/philox.h"
 #include "test_cpu_util.h"
 
 using namespace cpu_test;

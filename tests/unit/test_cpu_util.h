@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "cpu/program.h"
 #include "ir/graph.h"
-#include "program.h"
 
 namespace cpu_test {
 

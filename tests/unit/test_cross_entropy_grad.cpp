@@ -7,13 +7,13 @@
 #include <cmath>
 #include <random>
 
+#include "cpu/program.h"
 #include "fused_grad_support.h"
 #include "ir/autodiff.h"
 #include "ir/cost.h"
 #include "ir/grad_rules.h"
 #include "ir/verify.h"
-#include "lower.h"
-#include "program.h"
+#include "plan/lower.h"
 
 using namespace sexpgpu::ir;
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "data/loader.h"
-#include "stage/philox.h"
+#include "ir/philox.h"
 #include "test_data_files.h"
 
 using namespace sexpgpu;

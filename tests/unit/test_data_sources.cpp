@@ -7,7 +7,7 @@
 
 #include "data/lookup.h"
 #include "data/source.h"
-#include "stage/philox.h"
+#include "ir/philox.h"
 #include "test_data_files.h"
 
 using namespace sexpgpu;

@@ -6,7 +6,7 @@
 // alone.
 #include "catch.hpp"
 #include "ir/graph.h"
-#include "lower.h"
+#include "plan/lower.h"
 
 using namespace sexpgpu::ir;
 using sexpgpu::cpu::Lowered;

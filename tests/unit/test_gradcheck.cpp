@@ -17,9 +17,9 @@
 #include <set>
 
 #include "catch.hpp"
+#include "cpu/program.h"
 #include "ir/autodiff.h"
 #include "ir/passes.h"
-#include "program.h"
 
 using namespace sexpgpu::ir;
 using sexpgpu::cpu::HostTensor;

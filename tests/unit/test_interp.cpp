@@ -2,11 +2,12 @@
 // limits that are diagnostics (never crashes), positions of errors,
 // multiple values, and the printer's float format.
 #include "catch.hpp"
-#include "lisp/session.h"
+#include "runfile/session.h"
 #include "util/big_stack.h"
 
 using namespace sexpgpu;
 using namespace sexpgpu::lisp;
+using sexpgpu::runfile::Session;
 
 namespace {
 std::vector<Diagnostic> check_on_this_stack(const std::string& text, Limits limits = {}) {

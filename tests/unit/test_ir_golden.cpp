@@ -13,7 +13,7 @@
 #include "ir/passes.h"
 #include "ir/print.h"
 #include "ir/verify.h"
-#include "lisp/session.h"
+#include "runfile/session.h"
 #include "stage/stager.h"
 
 namespace fs = std::filesystem;
@@ -40,7 +40,7 @@ void compare_or_update(const fs::path& expected_path, const std::string& actual)
 
 // The module a file stages, without the scratch function of top-level forms.
 ir::Module stage_file(const fs::path& file) {
-  lisp::Session s;
+  runfile::Session s;
   std::string io_error;
   REQUIRE(s.load_file(file.string(), &io_error));
   for (const Diagnostic& d : s.sink.all()) INFO(render_human(s.sources, d, false));

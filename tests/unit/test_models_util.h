@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "catch.hpp"
-#include "lisp/session.h"
-#include "program.h"
+#include "cpu/program.h"
 #include "runfile/model.h"
+#include "runfile/session.h"
 #include "stage/stager.h"
 
 namespace models_test {
@@ -20,7 +20,7 @@ using lisp::Value;
 inline const char* const kFile = "/models-test/run.lisp";
 
 struct Lab {
-  lisp::Session s;
+  runfile::Session s;
   lisp::Interp& in() { return *s.interp; }
   stage::Stager& st() { return stage::stager_of(in()); }
 

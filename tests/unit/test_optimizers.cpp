@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
-#include "lisp/session.h"
-#include "program.h"
+#include "cpu/program.h"
 #include "runfile/optimizer.h"
+#include "runfile/session.h"
 #include "stage/stager.h"
 
 using namespace sexpgpu;
@@ -36,13 +36,13 @@ const nlohmann::json& reference() {
   return j;
 }
 
-std::string diagnostics(const lisp::Session& s) {
+std::string diagnostics(const runfile::Session& s) {
   std::string out;
   for (const Diagnostic& d : s.sink.all()) out += d.code + " " + d.message + "\n";
   return out;
 }
 
-std::vector<std::string> codes(const lisp::Session& s) {
+std::vector<std::string> codes(const runfile::Session& s) {
   std::vector<std::string> out;
   for (const Diagnostic& d : s.sink.all()) out.push_back(d.code);
   return out;
@@ -50,7 +50,7 @@ std::vector<std::string> codes(const lisp::Session& s) {
 
 // A session with sexpgpu/optim required.
 struct OptimSession {
-  lisp::Session s;
+  runfile::Session s;
   lisp::Interp& in;
   int functions = 0;
 

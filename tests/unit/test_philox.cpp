@@ -1,4 +1,4 @@
-// core/stage/philox: Philox-4x32-10 against Random123's known answers,
+// core/ir/philox: Philox-4x32-10 against Random123's known answers,
 // SipHash-2-4 against its reference vectors, the keying scheme (pinned so
 // that any other implementation, such as the CUDA one, can be checked against
 // the same numbers), the bits-to-float conversions and distribution sanity.
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "stage/philox.h"
+#include "ir/philox.h"
 
 using namespace sexpgpu::stage;
 

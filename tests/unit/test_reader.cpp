@@ -1,9 +1,10 @@
 // Reader: spans, numbers, syntax, and E-READ positions.
 #include "catch.hpp"
-#include "lisp/session.h"
+#include "runfile/session.h"
 
 using namespace sexpgpu;
 using namespace sexpgpu::lisp;
+using sexpgpu::runfile::Session;
 
 static std::string read_print(Session& s, const std::string& text) {
   auto forms = read_string_forms(*s.interp, "<test>", text);

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "lisp/session.h"
-#include "program.h"
+#include "cpu/program.h"
 #include "runfile/compile.h"
 #include "runfile/diagnostics.h"
+#include "runfile/session.h"
 #include "train/diag_values.h"
 
 namespace {
@@ -41,7 +41,7 @@ const std::string kRunFile = R"(
 )";
 
 struct Compiled {
-  lisp::Session s;
+  runfile::Session s;
   std::shared_ptr<runfile::CompiledRun> run;
   const DiagnosticPlan& plan() const { return *run->diagnostics; }
 };
@@ -62,7 +62,7 @@ std::unique_ptr<Compiled> compile(const std::string& text) {
 
 // The first error compiling `text` gives.
 Diagnostic error_of(const std::string& text) {
-  lisp::Session s;
+  runfile::Session s;
   s.load_source("/diag-test/run.lisp", text);
   s.compile();
   for (const Diagnostic& d : s.sink.all())

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "catch.hpp"
-#include "lisp/session.h"
 #include "runfile/loaders.h"
+#include "runfile/session.h"
 
 using namespace sexpgpu;
 using runfile::LoaderDecl;
@@ -20,7 +20,7 @@ std::vector<std::string> types_of(const LoaderDecl& d, int64_t rows = 0) {
   return out;
 }
 
-std::vector<std::string> codes(const lisp::Session& s) {
+std::vector<std::string> codes(const runfile::Session& s) {
   std::vector<std::string> out;
   for (const Diagnostic& d : s.sink.all()) out.push_back(d.code);
   return out;
@@ -29,7 +29,7 @@ std::vector<std::string> codes(const lisp::Session& s) {
 }  // namespace
 
 TEST_CASE("synthetic loaders: batch types and epochs", "[runfile][loaders]") {
-  lisp::Session s;
+  runfile::Session s;
   s.load_source("/nowhere/run.lisp", R"(
     (defloader train :source (synthetic :regression :features 8 :examples 100 :seed 1)
       :batch 32 :shuffle t :drop-last t)
@@ -77,7 +77,7 @@ TEST_CASE("a relative path is found next to the run file", "[runfile][loaders]")
   fs::path dir = fs::temp_directory_path() / "sexpgpu-test-runfile-loaders";
   fs::create_directories(dir);
   std::ofstream(dir / "corpus.txt", std::ios::binary) << std::string(100, 'a');
-  lisp::Session s;
+  runfile::Session s;
   s.load_source((dir / "run.lisp").string(),
                 "(defloader text :source (text \"corpus.txt\" :seq-len 9) :batch 4)");
   REQUIRE(codes(s).empty());
@@ -94,7 +94,7 @@ TEST_CASE("csv columns are written as data, without a quote", "[runfile][loaders
   fs::path dir = fs::temp_directory_path() / "sexpgpu-test-runfile-csv";
   fs::create_directories(dir);
   std::ofstream(dir / "iris.csv", std::ios::binary) << "a,b,c,label\n1,2,3,0\n4,5,6,1\n7,8,9,2\n";
-  lisp::Session s;
+  runfile::Session s;
   s.load_source((dir / "run.lisp").string(), R"(
     (defloader rows :source (csv "iris.csv" :columns ((:x :f32 (0 1 2)) (:y :i32 3)) :header t)
       :batch 2))");
@@ -108,7 +108,7 @@ TEST_CASE("csv columns are written as data, without a quote", "[runfile][loaders
 }
 
 TEST_CASE("loader errors: codes, places and messages", "[runfile][loaders]") {
-  lisp::Session s;
+  runfile::Session s;
   std::string ignored;
   s.interp->output = &ignored;
   s.load_source("/nowhere/run.lisp",
@@ -137,7 +137,7 @@ TEST_CASE("Fashion-MNIST from the system's dataset directory", "[runfile][loader
     WARN("skipped: /usr/share/datasets/fashion-mnist is not installed (dataset-fashion-mnist)");
     return;
   }
-  lisp::Session s;
+  runfile::Session s;
   s.load_source("/nowhere/run.lisp", R"(
     (defloader train :source (idx "fashion-mnist/train-images-idx3-ubyte.gz"
                                   "fashion-mnist/train-labels-idx1-ubyte.gz")

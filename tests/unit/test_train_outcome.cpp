@@ -11,8 +11,8 @@
 
 #include "catch.hpp"
 #include "host/plugin_host.h"
-#include "lisp/session.h"
 #include "runfile/compile.h"
+#include "runfile/session.h"
 #include "train/trainer.h"
 
 namespace {
@@ -49,7 +49,7 @@ struct Trained {
 // exit_code_of giving 40 + the outcome's RunEnd (no code cli.md uses).
 Trained train_quietly(const std::string& text, const std::string& tag,
                       const std::vector<std::string>& sinks = {}) {
-  lisp::Session s;
+  runfile::Session s;
   s.load_source("/train-outcome/" + tag + ".lisp", text);
   s.compile();
   REQUIRE(s.compiled);

@@ -1,0 +1,110 @@
+// Session: prelude loading, files and strings evaluated form by form.
+#include "runfile/session.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "runfile/compile.h"
+#include "runfile/context.h"
+#include "runfile/contract.h"
+#include "runfile/loaders.h"
+#include "runfile/model.h"
+#include "runfile/optimizer.h"
+#include "stage/stager.h"
+
+namespace sexpgpu::runfile {
+
+using lisp::Interp;
+using lisp::Limits;
+using lisp::LispError;
+using lisp::ReadForm;
+using lisp::Value;
+
+Session::Session(const Limits& limits) {
+  interp = std::make_unique<Interp>(sources, sink);
+  stage::install(*interp);
+  interp->extensions.emplace<select::Selection>();
+  select::register_builtins(*interp);
+  runfile::register_loaders(*interp);
+  runfile::register_models(*interp);
+  runfile::register_optimizers(*interp);
+  runfile::register_context(*interp);
+  runfile::register_compile(*interp);
+  // The prelude is ours: it loads under the default limits, and the user's
+  // limits (and heap accounting) start with the user's file.
+  load_prelude(*interp);
+  interp->limits = limits;
+  stage::stager_of(*interp).node_limit = limits.ir_nodes;
+  interp->reset_heap_accounting();
+}
+
+bool Session::load_file(const std::string& path, std::string* io_error) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    if (io_error) *io_error = path + " is a directory, not a run file";
+    return false;
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    if (io_error) *io_error = "cannot read " + path;
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  load_source(path, ss.str());
+  return true;
+}
+
+void Session::load_source(const std::string& path, std::string text) {
+  uint32_t id = sources.add(path, std::move(text));
+  std::string saved = interp->current_file;
+  interp->current_file = path;
+  std::vector<ReadForm> forms = read_file_forms(*interp, id);
+  // The first file is the run file: its selection is read before it runs.
+  bool run_file = !selection_read_;
+  if (run_file) {
+    selection_read_ = true;
+    select::preread(*interp, forms, selection());
+  }
+  for (const ReadForm& rf : forms) interp->eval_toplevel(rf.form, nullptr, &rf.span);
+  if (run_file) {
+    select::warn_unused(*interp, forms, selection());
+    is_run_file = runfile::is_run_file(forms);
+    this->forms = forms;
+  }
+  interp->current_file = saved;
+}
+
+void Session::compile() {
+  if (!is_run_file) return;
+  runfile::check_contract_forms(*interp, forms);
+  std::optional<runfile::CompiledRun> run = runfile::compile_run(*interp, forms, {reducer_plugins});
+  if (run) compiled = std::make_shared<runfile::CompiledRun>(std::move(*run));
+}
+
+bool Session::eval_string(const std::string& name, const std::string& text,
+                          std::vector<Value>* last) {
+  std::vector<ReadForm> forms;
+  try {
+    forms = read_string_forms(*interp, name, text);
+  } catch (LispError& e) {
+    sink.report(std::move(e.diag));
+    return false;
+  }
+  std::string saved = interp->current_file;
+  interp->current_file = name;
+  bool ok = true;
+  for (const ReadForm& rf : forms) {
+    Value v;
+    if (!interp->eval_toplevel(rf.form, &v, &rf.span)) {
+      ok = false;
+      break;
+    }
+    if (last) *last = interp->last_values(v);
+  }
+  interp->current_file = saved;
+  return ok;
+}
+
+}  // namespace sexpgpu::runfile
