@@ -11,6 +11,7 @@
 
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
+#include "ir/graph.h"
 #include "sexpgpu/plugin.h"
 #include "util/big_stack.h"
 
@@ -273,9 +274,9 @@ int main(int argc, char** argv) {
       return 70;
     }
     if (version) {
-      // The IR's JSON version arrives with the IR; 1 is the first.
+      // The IR's JSON version (ir::kIrVersion) arrives with the IR.
       std::cout << "sexpgpu " SEXPGPU_VERSION " (plugin ABI " << SG_ABI_MAJOR << "." << SG_ABI_MINOR
-                << ", IR 1)\n";
+                << ", IR " << ir::kIrVersion << ")\n";
       return 0;
     }
     if (include_dir) {

@@ -1,6 +1,7 @@
 // The scalar meaning of every elementwise op (ops.def's header comment): one
 // definition used by constant folding (passes) and by the CPU device's
-// kernels, so the two can never disagree. Header-only templates over the
+// kernels, so the two can never disagree. The float unary ops are the rows
+// of float_unary.def, which the CUDA codegen compiles too. Header-only templates over the
 // compute type T (double, float, int64_t, int32_t, uint16_t, uint8_t, bool):
 // T is the op's result dtype's C type, with bf16 and f16 computed in float
 // and rounded at the op's output (bf16_round, f16_round).
@@ -205,30 +206,68 @@ T wrap(uint64_t bits) {
   return T(bits);  // C++20: modular
 }
 
+}  // namespace detail
+
+// The primitives float_unary.def is written with, on the host: <cmath>.
+namespace scalar_fn {
+#define SG_HOST_PRIMITIVE(fn) \
+  template <class T>          \
+  inline T sg_##fn(T x) {     \
+    return std::fn(x);        \
+  }
+SG_HOST_PRIMITIVE(exp)
+SG_HOST_PRIMITIVE(log)
+SG_HOST_PRIMITIVE(log1p)
+SG_HOST_PRIMITIVE(expm1)
+SG_HOST_PRIMITIVE(sqrt)
+SG_HOST_PRIMITIVE(sin)
+SG_HOST_PRIMITIVE(cos)
+SG_HOST_PRIMITIVE(tanh)
+SG_HOST_PRIMITIVE(erf)
+SG_HOST_PRIMITIVE(fabs)
+#undef SG_HOST_PRIMITIVE
 template <class T>
-T sigmoid(T x) {
-  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-  T e = std::exp(x);
-  return e / (T(1) + e);
+inline T sg_fmax(T a, T b) {
+  return std::fmax(a, b);
 }
 
+// One function per row of float_unary.def (the primitives are above).
+#define SG_FLOAT_PRIMITIVE(id, fn)
+#define SG_FLOAT_UNARY(id, fn, ...) \
+  template <class T>                \
+  inline T sg_##fn(T x) {           \
+    return __VA_ARGS__;             \
+  }
+#include "ir/float_unary.def"
+#undef SG_FLOAT_PRIMITIVE
+#undef SG_FLOAT_UNARY
+}  // namespace scalar_fn
+
+// Whether `op` has a row in float_unary.def.
+constexpr bool is_float_unary(Op op) {
+  switch (op) {
+#define SG_FLOAT_PRIMITIVE(id, fn) case Op::id:
+#define SG_FLOAT_UNARY(id, fn, ...) case Op::id:
+#include "ir/float_unary.def"
+#undef SG_FLOAT_PRIMITIVE
+#undef SG_FLOAT_UNARY
+    return true;
+    default: return false;
+  }
+}
+
+namespace detail {
+// The float unary ops of float_unary.def, and floor/ceil/round of a float.
 template <class T>
 T float_unary(Op op, T x) {
   switch (op) {
-    case Op::Exp: return std::exp(x);
-    case Op::Log: return std::log(x);
-    case Op::Log1p: return std::log1p(x);
-    case Op::Expm1: return std::expm1(x);
-    case Op::Sqrt: return std::sqrt(x);
-    case Op::Rsqrt: return T(1) / std::sqrt(x);
-    case Op::Sin: return std::sin(x);
-    case Op::Cos: return std::cos(x);
-    case Op::Tanh: return std::tanh(x);
-    case Op::Sigmoid: return sigmoid(x);
-    case Op::Silu: return x * sigmoid(x);
-    case Op::Softplus: return std::fmax(x, T(0)) + std::log1p(std::exp(-std::fabs(x)));
-    case Op::Reciprocal: return T(1) / x;
-    case Op::Erf: return std::erf(x);
+    // clang-format off
+#define SG_FLOAT_PRIMITIVE(id, fn) case Op::id: return scalar_fn::sg_##fn(x);
+#define SG_FLOAT_UNARY(id, fn, ...) case Op::id: return scalar_fn::sg_##fn(x);
+#include "ir/float_unary.def"
+#undef SG_FLOAT_PRIMITIVE
+#undef SG_FLOAT_UNARY
+      // clang-format on
     case Op::Floor: return std::floor(x);
     case Op::Ceil: return std::ceil(x);
     case Op::Round: return std::nearbyint(x);  // the default mode: ties to even
@@ -236,16 +275,6 @@ T float_unary(Op op, T x) {
   }
 }
 }  // namespace detail
-
-// gelu: x * Phi(x) with erf, or the tanh approximation (`approximate` "tanh").
-template <class T>
-T gelu(T x, bool approximate_tanh) {
-  if (approximate_tanh) {
-    const T k = T(0.7978845608028654);  // sqrt(2/pi)
-    return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
-  }
-  return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));
-}
 
 // The unary op's value in T. Integer T: the UnarySame ops exactly (wrapping);
 // the float-only ops are computed in double (their result dtype is a float,
@@ -261,7 +290,6 @@ T apply_unary(Op op, T x) {
       case Op::Square: return x * x;
       case Op::Sign: return std::isnan(x) ? x : T((x > T(0)) - (x < T(0)));
       case Op::Relu: return x > T(0) || std::isnan(x) ? x : T(0);
-      case Op::Gelu: return gelu(x, false);
       case Op::StopGradient: return x;
       default: return detail::float_unary(op, x);
     }
@@ -277,7 +305,6 @@ T apply_unary(Op op, T x) {
       case Op::Ceil:
       case Op::Round:
       case Op::StopGradient: return x;
-      case Op::Gelu: return convert<T>(gelu(double(x), false));
       default: return convert<T>(detail::float_unary(op, double(x)));
     }
   }

@@ -1,5 +1,6 @@
-// The gradient rules (STYLE.md, "Gradients are IR"): the dispatch over every
-// op of ops.def, and the vector-Jacobian products of the elementwise ops.
+// The gradient rules (STYLE.md, "Gradients are IR"): the dispatch by the
+// kernel family of ops.def, and the vector-Jacobian products of the
+// elementwise ops (a unary op's rule is its case of unary_derivative).
 // The other groups live in grad_rules_{reduce,shape,neural}.cpp.
 //
 // Conventions every rule follows: cotangents are computed in the result's
@@ -30,104 +31,26 @@ Result<Cotangents> vjp(Builder& b, NodeId id, NodeId g, const std::vector<bool>&
   const Node node = b.fn().node(id);  // a copy: the rules append nodes
   grad::Emit e(b);
   const grad::Vjp v{e, node, id, g, wanted};
-  switch (node.op) {
-    case Op::Neg:
-    case Op::Abs:
-    case Op::Square:
-    case Op::Relu:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Log1p:
-    case Op::Expm1:
-    case Op::Sqrt:
-    case Op::Rsqrt:
-    case Op::Sin:
-    case Op::Cos:
-    case Op::Tanh:
-    case Op::Sigmoid:
-    case Op::Gelu:
-    case Op::Silu:
-    case Op::Softplus:
-    case Op::Reciprocal:
-    case Op::Erf:
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Div:
-    case Op::Pow:
-    case Op::Maximum:
-    case Op::Minimum:
-    case Op::Atan2:
-    case Op::Where:
-    case Op::Clamp:
-    case Op::Cast: return grad::vjp_elementwise(v);
-    case Op::Sum:
-    case Op::Prod:
-    case Op::Max:
-    case Op::Min:
-    case Op::Mean:
-    case Op::Var:
-    case Op::Std:
-    case Op::LogSumExp:
-    case Op::Norm:
-    case Op::MatMul: return grad::vjp_reduction(v);
-    case Op::Reshape:
-    case Op::Permute:
-    case Op::Expand:
-    case Op::Concat:
-    case Op::Slice:
-    case Op::Take:
-    case Op::IndexAdd:
-    case Op::Pad:
-    case Op::Flip: return grad::vjp_shape(v);
-    case Op::Softmax:
-    case Op::LogSoftmax:
-    case Op::CrossEntropy:
-    case Op::LayerNorm:
-    case Op::RmsNorm:
-    case Op::Attention:
-    case Op::Conv2d:
-    case Op::Conv2dGradInput:
-    case Op::Conv2dGradWeight:
-    case Op::MaxPool2d:
-    case Op::AvgPool2d:
-    case Op::MaxPool2dGrad:
-    case Op::AvgPool2dGrad: return grad::vjp_neural(v);
+  if (!info(node.op).differentiable)
+    return Result<Cotangents>::failure("'" + std::string(info(node.op).ir_name) +
+                                       "' has no gradient");
+  switch (info(node.op).family) {
+    case Family::Elementwise:
+    case Family::Cast: return grad::vjp_elementwise(v);
+    case Family::Reduce:
+    case Family::MatMul: return grad::vjp_reduction(v);
+    case Family::Shape: return grad::vjp_shape(v);
+    case Family::Nn:
+    case Family::Attention:
+    case Family::Conv:
+    case Family::Pool: return grad::vjp_neural(v);
     // Leaves have no operands: the sweep ends at them.
-    case Op::Input:
-    case Op::Param: return Cotangents{};
-    case Op::Sign:
-    case Op::Floor:
-    case Op::Ceil:
-    case Op::Round:
-    case Op::LogicalNot:
-    case Op::IsFinite:
-    case Op::Mod:
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge:
-    case Op::Eq:
-    case Op::Ne:
-    case Op::LogicalAnd:
-    case Op::LogicalOr:
-    case Op::ArgMax:
-    case Op::ArgMin:
-    case Op::Full:
-    case Op::Constant:
-    case Op::Arange:
-    case Op::RandomNormal:
-    case Op::RandomUniform:
-    case Op::RandomBernoulli:
-    case Op::StopGradient:
-    case Op::AttentionGrad:
-    case Op::CrossEntropyGrad:
-    case Op::LayerNormGrad:
-    case Op::LayerNormParamGrad:
-      return Result<Cotangents>::failure("'" + std::string(info(node.op).ir_name) +
-                                         "' has no gradient");
+    case Family::Leaf: return Cotangents{};
+    case Family::Creation:
+    case Family::Random: break;  // not differentiable (ops.def)
   }
-  return Result<Cotangents>::failure("no gradient rule");  // unreachable: -Werror=switch
+  return Result<Cotangents>::failure("no gradient rule for '" + std::string(info(node.op).ir_name) +
+                                     "'");
 }
 
 namespace grad {
@@ -173,9 +96,8 @@ NodeId unary_derivative(Emit& e, const Node& node, NodeId x, NodeId y) {
     case Op::Cos: return e.neg(e.op(Op::Sin, {x}));
     case Op::Tanh: return e.sub(one(), e.mul(y, y));
     case Op::Sigmoid: return e.mul(y, e.sub(one(), y));
-    case Op::Gelu:
-      return node.attrs.approximate.value_or("none") == "tanh" ? gelu_tanh_derivative(e, x)
-                                                               : gelu_exact_derivative(e, x);
+    case Op::Gelu: return gelu_exact_derivative(e, x);
+    case Op::GeluTanh: return gelu_tanh_derivative(e, x);
     case Op::Silu: {
       NodeId s = e.op(Op::Sigmoid, {x});
       return e.mul(s, e.add(one(), e.mul(x, e.sub(one(), s))));

@@ -21,9 +21,12 @@
 
 namespace sexpgpu::ir {
 
-// The IR JSON's `version` (tensors.md): bumped on any change a plugin could
-// notice (an op, an attribute, a field).
-inline constexpr int kIrVersion = 1;
+// The IR JSON's `version` (explain.md, "The JSON form"): bumped on any
+// change to what existing IR means (an op or attribute renamed, removed or
+// read differently, a field). A new op is not one: IR without it reads as
+// before, and a reader without it refuses it by name. 2: the tanh form of
+// gelu is the op gelu_tanh; the attribute `approximate` is gone.
+inline constexpr int kIrVersion = 2;
 
 using NodeId = int32_t;
 using NodeIds = boost::container::small_vector<NodeId, 4>;

@@ -1,9 +1,11 @@
-// The IR's ops, generated from ops.def, and the shape/dtype rule every op
-// row names. A rule takes the operands' types and the op's attributes and
-// gives the result type, or the message of an E-SHAPE / E-DTYPE (the caller
-// adds the code and the position of the form that staged the op).
+// The IR's ops, generated from ops.def: the shape/dtype rule, the kernel
+// family and the required attributes every op row names. A rule takes the
+// operands' types and the op's attributes and gives the result type, or the
+// message of an E-SHAPE / E-DTYPE (the caller adds the code and the position
+// of the form that staged the op).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -16,7 +18,7 @@
 namespace sexpgpu::ir {
 
 enum class Op : uint16_t {
-#define SG_OP(id, ir, lisp, arity, rule, diff) id,
+#define SG_OP(id, ir, lisp, arity, rule, diff, family, needs) id,
 #include "ir/ops.def"
 #undef SG_OP
 };
@@ -61,6 +63,65 @@ enum class Rule : uint8_t {
   Pool2dGrad,          // -> `shape` (x's), g's dtype
 };
 
+// The kernel families of ops.def's `family` column. Each switch over ops
+// that picks a kernel factory, a conformance case list or a gradient rule
+// group switches over these instead (-Werror=switch keeps it complete), so
+// a new op of an existing family touches none of them.
+enum class Family : uint8_t {
+  Elementwise,  // unary, binary, comparisons, where, clamp: fusable, one scalar each
+  Cast,         // dtype conversion
+  Reduce,       // reductions over axes
+  MatMul,       // matrix products
+  Leaf,         // inputs and parameters: the caller's buffers
+  Creation,     // full, constant, arange
+  Random,       // Philox draws
+  Shape,        // moves elements: reshape .. flip, stop_gradient's copy
+  Nn,           // softmax, cross entropy, the norms, and their fused gradients
+  Attention,    // attention and its fused gradient
+  Conv,         // conv2d and its gradients
+  Pool,         // pools and their gradients
+};
+
+// The attributes of attrs.def, as an enumeration for the `needs` column.
+enum class AttrId : uint8_t {
+#define SG_ATTR(name, kind) name,
+#include "ir/attrs.def"
+#undef SG_ATTR
+};
+inline constexpr std::string_view kAttrNames[] = {
+#define SG_ATTR(name, kind) #name,
+#include "ir/attrs.def"
+#undef SG_ATTR
+};
+inline constexpr size_t kAttrCount = std::size(kAttrNames);
+
+constexpr std::string_view attr_name(AttrId id) {
+  return kAttrNames[size_t(id)];
+}
+constexpr std::optional<AttrId> attr_by_name(std::string_view name) {
+  for (size_t i = 0; i < kAttrCount; ++i)
+    if (kAttrNames[i] == name) return AttrId(i);
+  return std::nullopt;
+}
+
+// The words of a `needs` cell ("shape dtype value"), in order.
+constexpr std::vector<AttrId> parse_needs(std::string_view needs) {
+  std::vector<AttrId> out;
+  while (!needs.empty()) {
+    size_t start = needs.find_first_not_of(' ');
+    if (start == std::string_view::npos) break;
+    needs.remove_prefix(start);
+    size_t end = std::min(needs.find(' '), needs.size());
+    std::optional<AttrId> id = attr_by_name(needs.substr(0, end));
+    // In a constant expression this is a compile error: a misspelt
+    // attribute in ops.def does not build (kNeedsSpelled below).
+    if (!id) throw "ops.def: a `needs` word is not an attribute of attrs.def";
+    out.push_back(*id);
+    needs.remove_prefix(end);
+  }
+  return out;
+}
+
 struct OpInfo {
   Op op;
   std::string_view ir_name;
@@ -68,14 +129,25 @@ struct OpInfo {
   int arity;  // -1: variadic
   Rule rule;
   bool differentiable;
+  Family family;
+  std::string_view needs;  // the required attributes, space-separated (parse_needs)
 };
 
 inline constexpr OpInfo kOps[] = {
-#define SG_OP(id, ir, lisp, arity, rule, diff) {Op::id, ir, lisp, arity, Rule::rule, diff},
+#define SG_OP(id, ir, lisp, arity, rule, diff, family, needs) \
+  {Op::id, ir, lisp, arity, Rule::rule, diff, Family::family, needs},
 #include "ir/ops.def"
 #undef SG_OP
 };
 inline constexpr size_t kOpCount = std::size(kOps);
+
+// Every `needs` cell names attributes of attrs.def (checked as the build
+// compiles this header).
+inline constexpr bool kNeedsSpelled = [] {
+  for (const OpInfo& oi : kOps) parse_needs(oi.needs);
+  return true;
+}();
+static_assert(kNeedsSpelled);
 
 constexpr const OpInfo& info(Op op) {
   return kOps[static_cast<size_t>(op)];

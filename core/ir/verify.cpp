@@ -1,6 +1,6 @@
 // The IR verifier (verify.h): re-derives every node's type through its shape
 // rule and checks what the rules cannot see: operand order, the attributes
-// each op needs (required_attrs), leaves against the calling convention and
+// each op needs (ops.def's `needs`), leaves against the calling convention and
 // the parameter table, outputs, source positions and fusion groups. It stops
 // at the first problem, since later ones are usually its echoes.
 #include "ir/verify.h"
@@ -16,21 +16,6 @@ namespace sexpgpu::ir {
 
 namespace {
 
-enum class AttrId {
-#define SG_ATTR(name, kind) name,
-#include "ir/attrs.def"
-#undef SG_ATTR
-};
-
-constexpr std::string_view attr_name(AttrId id) {
-  constexpr std::string_view names[] = {
-#define SG_ATTR(name, kind) #name,
-#include "ir/attrs.def"
-#undef SG_ATTR
-  };
-  return names[size_t(id)];
-}
-
 bool present(const Attrs& attrs, AttrId id) {
   switch (id) {
 #define SG_ATTR(name, kind) \
@@ -40,110 +25,6 @@ bool present(const Attrs& attrs, AttrId id) {
 #undef SG_ATTR
   }
   return false;
-}
-
-using Need = std::vector<AttrId>;
-
-// The attributes an op cannot do without: those ops.def names for it and
-// gives no default for (keepdims, correction, approximate, reduction,
-// ignore_index, causal and a reduction's axes may be absent).
-Need required_attrs(Op op) {
-  using A = AttrId;
-  switch (op) {
-    case Op::Input:
-    case Op::Param: return {A::name, A::shape, A::dtype};
-    case Op::Full: return {A::shape, A::dtype, A::value};
-    case Op::Constant: return {A::data, A::shape, A::dtype};
-    case Op::Arange: return {A::shape, A::dtype, A::start, A::step};
-    case Op::RandomNormal: return {A::shape, A::dtype, A::stream, A::mean, A::stddev};
-    case Op::RandomUniform: return {A::shape, A::dtype, A::stream, A::low, A::high};
-    case Op::RandomBernoulli: return {A::shape, A::dtype, A::stream, A::p};
-    case Op::Cast: return {A::dtype};
-    case Op::Reshape:
-    case Op::Expand: return {A::shape};
-    case Op::Permute:
-    case Op::Flip: return {A::axes};
-    case Op::Concat:
-    case Op::Take:
-    case Op::Softmax:
-    case Op::LogSoftmax: return {A::axis};
-    case Op::IndexAdd: return {A::axis, A::shape};
-    case Op::Slice: return {A::starts, A::ends, A::steps};
-    case Op::Pad: return {A::pads, A::value};
-    case Op::LayerNorm:
-    case Op::LayerNormGrad:
-    case Op::LayerNormParamGrad:
-    case Op::RmsNorm: return {A::eps};
-    case Op::Attention:
-    case Op::AttentionGrad: return {A::scale};
-    case Op::Conv2d: return {A::stride, A::padding, A::dilation, A::groups};
-    case Op::Conv2dGradInput:
-    case Op::Conv2dGradWeight: return {A::shape, A::stride, A::padding, A::dilation, A::groups};
-    case Op::MaxPool2d:
-    case Op::AvgPool2d: return {A::kernel, A::stride, A::padding};
-    case Op::MaxPool2dGrad:
-    case Op::AvgPool2dGrad: return {A::shape, A::kernel, A::stride, A::padding};
-    case Op::Neg:
-    case Op::Abs:
-    case Op::Square:
-    case Op::Sign:
-    case Op::Relu:
-    case Op::Floor:
-    case Op::Ceil:
-    case Op::Round:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Log1p:
-    case Op::Expm1:
-    case Op::Sqrt:
-    case Op::Rsqrt:
-    case Op::Sin:
-    case Op::Cos:
-    case Op::Tanh:
-    case Op::Sigmoid:
-    case Op::Gelu:
-    case Op::Silu:
-    case Op::Softplus:
-    case Op::Reciprocal:
-    case Op::Erf:
-    case Op::LogicalNot:
-    case Op::IsFinite:
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Div:
-    case Op::Pow:
-    case Op::Maximum:
-    case Op::Minimum:
-    case Op::Atan2:
-    case Op::Mod:
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge:
-    case Op::Eq:
-    case Op::Ne:
-    case Op::LogicalAnd:
-    case Op::LogicalOr:
-    case Op::Where:
-    case Op::Clamp:
-    case Op::Sum:
-    case Op::Prod:
-    case Op::Max:
-    case Op::Min:
-    case Op::Mean:
-    case Op::Var:
-    case Op::Std:
-    case Op::LogSumExp:
-    case Op::Norm:
-    case Op::ArgMax:
-    case Op::ArgMin:
-    case Op::MatMul:
-    case Op::CrossEntropy:
-    case Op::CrossEntropyGrad:
-    case Op::StopGradient: return {};
-  }
-  return {};
 }
 
 // "%12 = matmul %3 %5" (ids as stored, not as printed), for messages.
@@ -156,9 +37,6 @@ std::string node_label(const Function& fn, NodeId id) {
 
 // Attribute values the shape rules do not read but the kernels do.
 std::string check_attr_values(const Node& n) {
-  if (n.op == Op::Gelu && n.attrs.approximate && *n.attrs.approximate != "none" &&
-      *n.attrs.approximate != "tanh")
-    return "approximate \"" + *n.attrs.approximate + "\" is not \"none\" or \"tanh\"";
   if (n.op == Op::Constant && n.attrs.data &&
       int64_t(n.attrs.data->size()) != n.type.shape.numel().value_or(-1))
     return "`data` has " + std::to_string(n.attrs.data->size()) + " values for the shape " +
@@ -173,7 +51,7 @@ std::string check_node(const Module& module, const Function& fn, NodeId id) {
   for (NodeId in : n.inputs)
     if (in < 0 || in >= id)
       return "operand %" + std::to_string(in) + " is not defined before its use";
-  for (AttrId a : required_attrs(n.op))
+  for (AttrId a : parse_needs(info(n.op).needs))
     if (!present(n.attrs, a)) return "the `" + std::string(attr_name(a)) + "` attribute is missing";
   std::vector<TensorType> types;
   for (NodeId in : n.inputs) types.push_back(fn.type(in));

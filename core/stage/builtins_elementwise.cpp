@@ -75,17 +75,17 @@ Value reduce(Interp& in, Op op, Value* args, int nargs, std::string_view what) {
 template <Op op>
 Value unary_builtin(Interp& in, Value* args, int nargs) {
   in.current_operator = ir::info(op).lisp_name.data();
-  if (op == Op::Gelu) {
+  if (op == Op::Gelu) {  // :approximate :tanh stages the op gelu_tanh
     Value k[1];
     in.parse_keys(args, nargs, 1, {"APPROXIMATE"}, k);
-    Attrs a;
+    Op form = Op::Gelu;
     if (!k[0].is_nil()) {
       std::string mode = k[0].is_symbol() ? k[0].sym()->name : "";
       if (mode != "TANH" && mode != "NONE")
         in.type_error(k[0], ":tanh or :none", "gelu :approximate");
-      a.approximate = mode == "TANH" ? "tanh" : "none";
+      if (mode == "TANH") form = Op::GeluTanh;
     }
-    return stager_of(in).wrap(stage_unary(in, op, args[0], "gelu", std::move(a)));
+    return stager_of(in).wrap(stage_unary(in, form, args[0], "gelu"));
   }
   if (nargs != 1)
     in.fail("E-ARITY", "'" + std::string(ir::info(op).lisp_name) + "' takes one tensor");
@@ -209,7 +209,7 @@ void register_generic(Interp& in) {
 }  // namespace
 
 void register_tensor_elementwise(Interp& in) {
-#define SG_OP(id, ir_name, lisp, arity, rule, diff) register_row<Op::id>(in);
+#define SG_OP(id, ir_name, lisp, arity, rule, diff, family, needs) register_row<Op::id>(in);
 #include "ir/ops.def"
 #undef SG_OP
   register_generic(in);

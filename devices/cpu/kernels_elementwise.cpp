@@ -107,8 +107,7 @@ Kernel unary_run_kernel(int64_t n, int threads, F f, std::string name) {
 std::optional<Kernel> vectorised_f32(const KernelRequest& r, int64_t n, const std::string& label) {
   if (r.op == Op::Exp) return unary_run_kernel(n, r.threads, vmath::exp_f32, label + " vector");
   if (r.op == Op::Erf) return unary_run_kernel(n, r.threads, vmath::erf_f32, label + " vector");
-  if (r.op == Op::Gelu && r.attrs.approximate.value_or("none") == "none")
-    return unary_run_kernel(n, r.threads, vmath::gelu_f32, label + " vector");
+  if (r.op == Op::Gelu) return unary_run_kernel(n, r.threads, vmath::gelu_f32, label + " vector");
   return std::nullopt;
 }
 
@@ -136,29 +135,11 @@ KernelResult unary_same(const KernelRequest& r) {
     if (std::optional<Kernel> k = vectorised_f32(r, n, label)) return *std::move(k);
   if constexpr (std::is_floating_point_v<T>) {
     switch (r.op) {
-      SG_UNARY_CASE(Exp);
-      SG_UNARY_CASE(Log);
-      SG_UNARY_CASE(Log1p);
-      SG_UNARY_CASE(Expm1);
-      SG_UNARY_CASE(Sqrt);
-      SG_UNARY_CASE(Rsqrt);
-      SG_UNARY_CASE(Sin);
-      SG_UNARY_CASE(Cos);
-      SG_UNARY_CASE(Tanh);
-      SG_UNARY_CASE(Sigmoid);
-      SG_UNARY_CASE(Silu);
-      SG_UNARY_CASE(Softplus);
-      SG_UNARY_CASE(Reciprocal);
-      SG_UNARY_CASE(Erf);
-      case Op::Gelu:
-        if (r.attrs.approximate.value_or("none") == "tanh")
-          return unary_kernel<T, T>(
-              n, r.threads, [](T x) { return scalar::gelu(x, true); }, label + " tanh");
-        if (r.attrs.approximate.value_or("none") != "none")
-          return no_kernel(
-              r, "approximate must be \"none\" or \"tanh\", not \"" + *r.attrs.approximate + "\"");
-        return unary_kernel<T, T>(
-            n, r.threads, [](T x) { return scalar::gelu(x, false); }, label);
+#define SG_FLOAT_PRIMITIVE(id, fn) SG_UNARY_CASE(id);
+#define SG_FLOAT_UNARY(id, fn, ...) SG_UNARY_CASE(id);
+#include "ir/float_unary.def"
+#undef SG_FLOAT_PRIMITIVE
+#undef SG_FLOAT_UNARY
       default: break;
     }
   }

@@ -50,13 +50,6 @@ void vector_block(int64_t n, const Arg* a, void* out) {
   F(static_cast<const float*>(a[0].data), static_cast<float*>(out), n);
 }
 
-template <class T, bool kTanh>
-void gelu_block(int64_t n, const Arg* a, void* out) {
-  const T* x = static_cast<const T*>(a[0].data);
-  T* o = static_cast<T*>(out);
-  for (int64_t i = 0; i < n; ++i) o[i] = scalar::gelu(x[i], kTanh);
-}
-
 template <class T, Op op>
 void predicate_block(int64_t n, const Arg* a, void* out) {
   const T* x = static_cast<const T*>(a[0].data);
@@ -101,8 +94,7 @@ BlockFn block_fn(const FusedNode& n) {
   if constexpr (std::is_same_v<T, float>) {
     if (n.op == Op::Exp) return vector_block<vmath::exp_f32>;
     if (n.op == Op::Erf) return vector_block<vmath::erf_f32>;
-    if (n.op == Op::Gelu && n.attrs.approximate.value_or("none") == "none")
-      return vector_block<vmath::gelu_f32>;
+    if (n.op == Op::Gelu) return vector_block<vmath::gelu_f32>;
   }
   switch (n.op) {
     SG_CASE(Neg, unary_block);
@@ -114,44 +106,30 @@ BlockFn block_fn(const FusedNode& n) {
     SG_CASE(Ceil, unary_block);
     SG_CASE(Round, unary_block);
     SG_CASE(StopGradient, unary_block);
-    SG_CASE(Exp, unary_block);
-    SG_CASE(Log, unary_block);
-    SG_CASE(Log1p, unary_block);
-    SG_CASE(Expm1, unary_block);
-    SG_CASE(Sqrt, unary_block);
-    SG_CASE(Rsqrt, unary_block);
-    SG_CASE(Sin, unary_block);
-    SG_CASE(Cos, unary_block);
-    SG_CASE(Tanh, unary_block);
-    SG_CASE(Sigmoid, unary_block);
-    SG_CASE(Silu, unary_block);
-    SG_CASE(Softplus, unary_block);
-    SG_CASE(Reciprocal, unary_block);
-    SG_CASE(Erf, unary_block);
-    case Op::Gelu: {
-      std::string form = n.attrs.approximate.value_or("none");
-      if (form == "tanh") return gelu_block<T, true>;
-      return form == "none" ? gelu_block<T, false> : nullptr;
-    }
-      SG_CASE(LogicalNot, predicate_block);
-      SG_CASE(IsFinite, predicate_block);
-      SG_CASE(Add, binary_block);
-      SG_CASE(Sub, binary_block);
-      SG_CASE(Mul, binary_block);
-      SG_CASE(Div, binary_block);
-      SG_CASE(Pow, binary_block);
-      SG_CASE(Maximum, binary_block);
-      SG_CASE(Minimum, binary_block);
-      SG_CASE(Atan2, binary_block);
-      SG_CASE(Mod, binary_block);
-      SG_CASE(Lt, compare_block);
-      SG_CASE(Le, compare_block);
-      SG_CASE(Gt, compare_block);
-      SG_CASE(Ge, compare_block);
-      SG_CASE(Eq, compare_block);
-      SG_CASE(Ne, compare_block);
-      SG_CASE(LogicalAnd, compare_block);
-      SG_CASE(LogicalOr, compare_block);
+#define SG_FLOAT_PRIMITIVE(id, fn) SG_CASE(id, unary_block);
+#define SG_FLOAT_UNARY(id, fn, ...) SG_CASE(id, unary_block);
+#include "ir/float_unary.def"
+#undef SG_FLOAT_PRIMITIVE
+#undef SG_FLOAT_UNARY
+    SG_CASE(LogicalNot, predicate_block);
+    SG_CASE(IsFinite, predicate_block);
+    SG_CASE(Add, binary_block);
+    SG_CASE(Sub, binary_block);
+    SG_CASE(Mul, binary_block);
+    SG_CASE(Div, binary_block);
+    SG_CASE(Pow, binary_block);
+    SG_CASE(Maximum, binary_block);
+    SG_CASE(Minimum, binary_block);
+    SG_CASE(Atan2, binary_block);
+    SG_CASE(Mod, binary_block);
+    SG_CASE(Lt, compare_block);
+    SG_CASE(Le, compare_block);
+    SG_CASE(Gt, compare_block);
+    SG_CASE(Ge, compare_block);
+    SG_CASE(Eq, compare_block);
+    SG_CASE(Ne, compare_block);
+    SG_CASE(LogicalAnd, compare_block);
+    SG_CASE(LogicalOr, compare_block);
     case Op::Where: return where_block<T>;
     case Op::Clamp: return clamp_block<T>;
     default: return nullptr;

@@ -19,11 +19,6 @@ inline T unary(T x) {
   return ir::apply_unary<T>(op, x);
 }
 
-template <class T>
-inline T gelu(T x, bool approximate_tanh) {
-  return ir::gelu<T>(x, approximate_tanh);
-}
-
 template <Op op, class T>
 inline uint8_t predicate(T x) {
   return ir::apply_predicate<T>(op, x);

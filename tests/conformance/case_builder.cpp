@@ -1,7 +1,7 @@
 // CaseBuilder: random operands rounded to their dtype, ops added through the
 // IR Builder (whose shape rule decides which dtypes a case covers), and the
-// op -> case-family dispatch, a switch so that a new op fails to compile
-// until it is given a family.
+// dispatch from ops.def's kernel family to the case lists, a switch so that
+// a new family fails to compile until it has cases.
 #include "case_builder.h"
 
 namespace conformance {
@@ -95,99 +95,19 @@ ir::Module CaseBuilder::finish(NodeId result) {
 }
 
 std::vector<Case> cases_for(Op op) {
-  switch (op) {
-    case Op::Input:
-    case Op::Param: return {};  // every case's operands are Inputs
-    case Op::Neg:
-    case Op::Abs:
-    case Op::Square:
-    case Op::Sign:
-    case Op::Relu:
-    case Op::Floor:
-    case Op::Ceil:
-    case Op::Round:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Log1p:
-    case Op::Expm1:
-    case Op::Sqrt:
-    case Op::Rsqrt:
-    case Op::Sin:
-    case Op::Cos:
-    case Op::Tanh:
-    case Op::Sigmoid:
-    case Op::Gelu:
-    case Op::Silu:
-    case Op::Softplus:
-    case Op::Reciprocal:
-    case Op::Erf:
-    case Op::LogicalNot:
-    case Op::IsFinite:
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Div:
-    case Op::Pow:
-    case Op::Maximum:
-    case Op::Minimum:
-    case Op::Atan2:
-    case Op::Mod:
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge:
-    case Op::Eq:
-    case Op::Ne:
-    case Op::LogicalAnd:
-    case Op::LogicalOr:
-    case Op::Where:
-    case Op::Clamp:
-    case Op::Cast:
-    case Op::StopGradient: return elementwise_cases(op);
-    case Op::Sum:
-    case Op::Prod:
-    case Op::Max:
-    case Op::Min:
-    case Op::Mean:
-    case Op::Var:
-    case Op::Std:
-    case Op::LogSumExp:
-    case Op::Norm:
-    case Op::ArgMax:
-    case Op::ArgMin:
-    case Op::MatMul: return reduction_cases(op);
-    case Op::Full:
-    case Op::Constant:
-    case Op::Arange:
-    case Op::RandomNormal:
-    case Op::RandomUniform:
-    case Op::RandomBernoulli: return creation_cases(op);
-    case Op::Reshape:
-    case Op::Permute:
-    case Op::Expand:
-    case Op::Concat:
-    case Op::Slice:
-    case Op::Take:
-    case Op::IndexAdd:
-    case Op::Pad:
-    case Op::Flip: return shape_cases(op);
-    case Op::Softmax:
-    case Op::LogSoftmax:
-    case Op::CrossEntropy:
-    case Op::LayerNorm:
-    case Op::RmsNorm:
-    case Op::Attention:
-    case Op::AttentionGrad:
-    case Op::CrossEntropyGrad:
-    case Op::LayerNormGrad:
-    case Op::LayerNormParamGrad:
-    case Op::Conv2d:
-    case Op::Conv2dGradInput:
-    case Op::Conv2dGradWeight:
-    case Op::MaxPool2d:
-    case Op::AvgPool2d:
-    case Op::MaxPool2dGrad:
-    case Op::AvgPool2dGrad: return neural_cases(op);
+  switch (ir::info(op).family) {
+    case ir::Family::Leaf: return {};  // every case's operands are Inputs
+    case ir::Family::Elementwise:
+    case ir::Family::Cast: return elementwise_cases(op);
+    case ir::Family::Reduce:
+    case ir::Family::MatMul: return reduction_cases(op);
+    case ir::Family::Creation:
+    case ir::Family::Random: return creation_cases(op);
+    case ir::Family::Shape: return shape_cases(op);
+    case ir::Family::Nn:
+    case ir::Family::Attention:
+    case ir::Family::Conv:
+    case ir::Family::Pool: return neural_cases(op);
   }
   return {};
 }

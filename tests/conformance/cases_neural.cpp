@@ -1,7 +1,8 @@
-// Conformance cases of the shape ops (reshape .. flip, with integer ids in
-// range for take and index_add) and the neural ops (softmax, cross_entropy
-// and its gradient, the norms and layer_norm's gradients, attention and its
-// gradient, conv2d and the pools, with their gradient helpers).
+// Conformance cases of the shape ops (reshape .. flip and stop_gradient's
+// copy, with integer ids in range for take and index_add) and the neural
+// ops (softmax, cross_entropy and its gradient, the norms and layer_norm's
+// gradients, attention and its gradient, conv2d and the pools, with their
+// gradient helpers).
 #include <algorithm>
 
 #include "case_builder.h"
@@ -82,6 +83,8 @@ std::vector<Case> shape_cases(Op op) {
       a.value = 1;
       return {shape_op("", op, {2, 3}, a)};
     case Op::Flip: a.axes = dims({0, 2}); return {shape_op("", op, {2, 3, 4}, a)};
+    case Op::StopGradient:
+      return {shape_op("", op, {3, 4}, a), shape_op("large", op, {67, 129}, a)};
     default: return {};
   }
 }

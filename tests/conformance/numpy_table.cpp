@@ -26,7 +26,6 @@ struct A : Attrs {
   A& axis(int64_t v) { return Attrs::axis = v, *this; }
   A& keepdims(bool v) { return Attrs::keepdims = v, *this; }
   A& correction(int64_t v) { return Attrs::correction = v, *this; }
-  A& approximate(std::string v) { return Attrs::approximate = v, *this; }
   A& reduction(std::string v) { return Attrs::reduction = v, *this; }
   A& ignore_index(int64_t v) { return Attrs::ignore_index = v, *this; }
   A& eps(double v) { return Attrs::eps = v, *this; }

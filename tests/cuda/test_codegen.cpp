@@ -66,7 +66,6 @@ TEST_CASE("every elementwise op at every dtype generates a kernel NVRTC compiles
     for (DType d : ir::kAllDTypes) {
       ir::Attrs attrs;
       if (op == Op::Cast) attrs.dtype = DType::BF16;
-      if (op == Op::Gelu) attrs.approximate = "tanh";
       std::vector<ir::TensorType> in(size_t(ir::info(op).arity), ir::TensorType{d, shape});
       if (op == Op::Where) in[0].dtype = DType::Bool;
       ir::Result<ir::TensorType> out = ir::infer_type(op, in, attrs);
@@ -302,10 +301,9 @@ TEST_CASE("kernels with a bf16 result take tanh from tanh.approx, others from ta
   cuda::NvrtcCache cache(90);
   cuda::Context ctx = plan_context(cache);
   ir::TensorType x{DType::F32, ir::Shape{{64, 32}}};
-  ir::Attrs to_bf16 = to_bf16_attrs(), tanh_gelu, none;
-  tanh_gelu.approximate = "tanh";
+  ir::Attrs to_bf16 = to_bf16_attrs(), none;
   auto group = [&](DType result) {
-    std::vector<cuda::GroupNode> nodes{{Op::Gelu, tanh_gelu, DType::F32, {-1}},
+    std::vector<cuda::GroupNode> nodes{{Op::GeluTanh, none, DType::F32, {-1}},
                                        {Op::Tanh, none, DType::F32, {0}}};
     if (result == DType::BF16) nodes.push_back({Op::Cast, to_bf16, DType::BF16, {1}});
     return cuda::ElementwiseGroup{nodes, {x}, ir::TensorType{result, x.shape}};

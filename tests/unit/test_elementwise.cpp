@@ -111,9 +111,10 @@ TEST_CASE("unary ops on floats", "[ir][elementwise]") {
   CHECK(apply_unary(Op::Softplus, -100.0) == Approx(3.720075976020836e-44));
   CHECK(apply_unary(Op::Softplus, 0.0f) == Approx(std::log(2.0)));
   CHECK(apply_unary(Op::Gelu, 1.0) == Approx(0.8413447460685429));
-  CHECK(gelu(-2.0, false) == Approx(-0.04550026389635842));
-  CHECK(gelu(1.0, true) == Approx(0.8411919906082768));
-  CHECK(gelu(-2.0f, true) == Approx(-0.04540230591222494));
+  CHECK(apply_unary(Op::Gelu, -2.0) == Approx(-0.04550026389635842));
+  CHECK(apply_unary(Op::GeluTanh, 1.0) == Approx(0.8411919906082768));
+  CHECK(apply_unary(Op::GeluTanh, -2.0f) == Approx(-0.04540230591222494));
+  CHECK(apply_unary(Op::Sigmoid, -2.0f) == Approx(0.11920292202211755));
   CHECK(apply_unary(Op::Log1p, 1e-20) == 1e-20);
   CHECK(apply_unary(Op::StopGradient, 7.0) == 7.0);
   CHECK(apply_predicate(Op::IsFinite, kInf) == false);

@@ -37,9 +37,7 @@ Module sample() {
   NodeId w = b.param("mlp.w", T("f32[3,4]"));
   b.set_loc({file, 3, 7});
   NodeId h = b.must(Op::MatMul, {x, w});
-  Attrs gelu;
-  gelu.approximate = "tanh";  // Str
-  NodeId g = b.must(Op::Gelu, {h}, gelu);
+  NodeId g = b.must(Op::GeluTanh, {h});
   Attrs sum;
   sum.axes = dims({-1});  // Ints
   sum.keepdims = true;    // Bool
@@ -86,8 +84,10 @@ TEST_CASE("the IR JSON document", "[ir][json]") {
   CHECK(fn["name"] == "step");
   CHECK(fn["inputs"] == json({0, 1, 2}));
   CHECK(fn["outputs"][0] == json({{"name", "loss"}, {"node", 6}}));
-  CHECK(fn["nodes"][4] == json::parse(R"({"id": 4, "op": "gelu", "inputs": [3], "shape": [2, 4],
-      "dtype": "f32", "attrs": {"approximate": "tanh"}, "loc": [1, 3, 7], "group": -1})"));
+  CHECK(fn["nodes"][0]["attrs"]["name"] == "x");  // Str
+  CHECK(fn["nodes"][4] ==
+        json::parse(R"({"id": 4, "op": "gelu_tanh", "inputs": [3], "shape": [2, 4],
+      "dtype": "f32", "attrs": {}, "loc": [1, 3, 7], "group": -1})"));
   CHECK(fn["nodes"][5]["attrs"] == json::parse(R"({"axes": [-1], "keepdims": true})"));
   CHECK(fn["nodes"][7]["attrs"] ==
         json::parse(R"({"shape": [2, 4], "dtype": "f32", "p": 0.25, "stream": 17})"));
@@ -124,6 +124,13 @@ TEST_CASE("the IR JSON reader's errors", "[ir][json]") {
     CHECK(read_error(doc) ==
           "functions[0].nodes[5].attrs.axis_list: unknown attribute \"axis_list\"");
   }
+  SECTION("IR version 1's gelu attribute") {
+    // Version 2 made the tanh form of gelu its own op, gelu_tanh.
+    nodes[4]["op"] = "gelu";
+    nodes[4]["attrs"]["approximate"] = "tanh";
+    CHECK(read_error(doc) ==
+          "functions[0].nodes[4].attrs.approximate: unknown attribute \"approximate\"");
+  }
   SECTION("an attribute of the wrong kind") {
     nodes[5]["attrs"]["keepdims"] = 1;
     CHECK(read_error(doc) == "functions[0].nodes[5].attrs.keepdims: expected true or false");
@@ -152,7 +159,7 @@ TEST_CASE("the IR JSON reader's errors", "[ir][json]") {
   SECTION("a document that does not verify") {
     nodes[4]["shape"] = json({2, 5});
     CHECK(read_error(doc) ==
-          "the IR does not verify: fn step: %4 = gelu %3 (examples/mlp.lisp:3:7): the node's "
+          "the IR does not verify: fn step: %4 = gelu_tanh %3 (examples/mlp.lisp:3:7): the node's "
           "type f32[2,5] is not its rule's f32[2,4]");
   }
   SECTION("text that is not JSON") {

@@ -260,6 +260,19 @@ TEST_CASE("every nn layer's shapes and parameters", "[models][nn]") {
   CHECK(lab.error_of("(nn:fans '(5))").code == "E-SHAPE");
 }
 
+TEST_CASE("gelu :approximate :tanh stages the op gelu_tanh (IR version 2)", "[models][stage]") {
+  Lab lab;
+  auto op_of = [&](const std::string& name, const std::string& body) {
+    REQUIRE_FALSE(lab.trace(name, "(lambda (x) " + body + ")", {f32({4})}));
+    const ir::Function& f = lab.fn(name);
+    return std::string(ir::info(f.node(f.outputs[0].node).op).ir_name);
+  };
+  CHECK(op_of("exact", "(gelu x)") == "gelu");
+  CHECK(op_of("none", "(gelu x :approximate :none)") == "gelu");
+  CHECK(op_of("tanh", "(gelu x :approximate :tanh)") == "gelu_tanh");
+  CHECK(lab.error_of("(gelu (zeros 4) :approximate :fast)").code == "E-TYPE");
+}
+
 TEST_CASE("dropout in nn layers is the identity when not training", "[models][nn]") {
   Lab lab;
   lab.eval("(require \"sexpgpu/nn\")");

@@ -2,6 +2,7 @@
 #include <set>
 
 #include "catch.hpp"
+#include "ir/elementwise.h"
 #include "ir/ops.h"
 
 using namespace sexpgpu::ir;
@@ -48,6 +49,38 @@ TEST_CASE("the op table is consistent", "[ir]") {
       CHECK_FALSE(oi.differentiable);
   }
   CHECK_FALSE(op_by_lisp_name("no-such-op").has_value());
+}
+
+// The columns the dispatching code reads instead of listing ops: a row's
+// kernel family agrees with its rule, the float unary ops are exactly the
+// rows of float_unary.def, and `needs` names attributes in order.
+TEST_CASE("the op table's family, needs and scalar rows agree", "[ir]") {
+  for (const OpInfo& oi : kOps) {
+    INFO(oi.ir_name);
+    // Fusion and constant folding (is_elementwise) work on the Elementwise
+    // and Cast families; stop_gradient is elementwise too but a Shape copy.
+    bool elementwise_family = oi.family == Family::Elementwise || oi.family == Family::Cast;
+    CHECK(is_elementwise(oi.op) == (elementwise_family || oi.op == Op::StopGradient));
+    CHECK((oi.family == Family::Cast) == (oi.rule == Rule::Cast));
+    CHECK((oi.family == Family::Leaf) ==
+          (oi.arity == 0 && oi.rule == Rule::FromAttrs && oi.lisp_name.empty()));
+    CHECK(is_float_unary(oi.op) == (oi.rule == Rule::UnaryFloat));
+    if (oi.family == Family::Creation || oi.family == Family::Random)
+      CHECK_FALSE(oi.differentiable);
+    for (AttrId a : parse_needs(oi.needs)) CHECK(attr_by_name(attr_name(a)) == a);
+  }
+  auto names = [](Op op) {
+    std::vector<std::string_view> out;
+    for (AttrId a : parse_needs(info(op).needs)) out.push_back(attr_name(a));
+    return out;
+  };
+  using V = std::vector<std::string_view>;
+  CHECK(names(Op::Input) == V{"name", "shape", "dtype"});
+  CHECK(names(Op::Conv2dGradInput) == V{"shape", "stride", "padding", "dilation", "groups"});
+  CHECK(names(Op::Add).empty());
+  CHECK(info(Op::GeluTanh).family == Family::Elementwise);
+  CHECK(info(Op::GeluTanh).lisp_name.empty());  // staged by gelu :approximate :tanh
+  CHECK_THROWS(parse_needs("shape no_such_attribute"));
 }
 
 TEST_CASE("elementwise rules: broadcasting and dtypes", "[ir]") {

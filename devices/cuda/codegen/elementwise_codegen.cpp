@@ -82,12 +82,11 @@ std::string convert(const std::string& value, DType from, DType to) {
   return std::string("sg_convert<") + value_type(to) + ">(" + value + ")";
 }
 
-ir::Result<std::string> float_unary(Op op, const ir::Attrs& attrs, const std::string& x,
-                                    const std::string& t, bool approximate_tanh) {
+ir::Result<std::string> float_unary(Op op, const std::string& x, const std::string& t,
+                                    bool approximate_tanh) {
   if (approximate_tanh && t == "float") {
     if (op == Op::Tanh) return "sg_tanh_approx(" + x + ")";
-    if (op == Op::Gelu && attrs.approximate.value_or("none") == "tanh")
-      return "sg_gelu_tanh_approx(" + x + ")";
+    if (op == Op::GeluTanh) return "sg_gelu_tanh_approx(" + x + ")";
   }
   switch (op) {
     case Op::Neg: return "(-" + x + ")";
@@ -97,24 +96,16 @@ ir::Result<std::string> float_unary(Op op, const ir::Attrs& attrs, const std::st
     case Op::Relu: return "sg_frelu(" + x + ")";
     case Op::Floor: return "sg_floor(" + x + ")";
     case Op::Ceil: return "sg_ceil(" + x + ")";
-    case Op::Round: return "sg_rint(" + x + ")";
-    case Op::Exp: return "sg_exp(" + x + ")";
-    case Op::Log: return "sg_log(" + x + ")";
-    case Op::Log1p: return "sg_log1p(" + x + ")";
-    case Op::Expm1: return "sg_expm1(" + x + ")";
-    case Op::Sqrt: return "sg_sqrt(" + x + ")";
-    case Op::Rsqrt: return "sg_rsqrt(" + x + ")";
-    case Op::Sin: return "sg_sin(" + x + ")";
-    case Op::Cos: return "sg_cos(" + x + ")";
-    case Op::Tanh: return "sg_tanh(" + x + ")";
-    case Op::Sigmoid: return "sg_sigmoid(" + x + ")";
-    case Op::Silu: return "sg_silu(" + x + ")";
-    case Op::Softplus: return "sg_softplus(" + x + ")";
-    case Op::Reciprocal: return "((" + t + ")1 / " + x + ")";
-    case Op::Erf: return "sg_erf(" + x + ")";
-    case Op::Gelu:
-      return (attrs.approximate.value_or("none") == "tanh" ? "sg_gelu_tanh(" : "sg_gelu(") + x +
-             ")";
+    case Op::Round:
+      return "sg_rint(" + x + ")";
+      // The rows of core/ir/float_unary.def, which the prelude defines.
+      // clang-format off
+#define SG_FLOAT_PRIMITIVE(id, fn) case Op::id: return "sg_" #fn "(" + x + ")";
+#define SG_FLOAT_UNARY(id, fn, ...) case Op::id: return "sg_" #fn "(" + x + ")";
+#include "ir/float_unary.def"
+#undef SG_FLOAT_PRIMITIVE
+#undef SG_FLOAT_UNARY
+      // clang-format on
     default: return ir::Result<std::string>::failure("not a float unary op");
   }
 }
@@ -192,8 +183,7 @@ ir::Result<std::string> expression(const GroupNode& node, const std::vector<Oper
     case Rule::UnarySame:
     case Rule::UnaryFloat:
       if (d == DType::Bool) return R::failure("bool arithmetic must be lowered to u8 first");
-      if (ir::is_float(d))
-        return float_unary(node.op, node.attrs, arg(0, d), t, result == DType::BF16);
+      if (ir::is_float(d)) return float_unary(node.op, arg(0, d), t, result == DType::BF16);
       return int_unary(node.op, arg(0, d), t);
     case Rule::UnaryBool: {
       DType od = in[0].dtype;

@@ -2,8 +2,11 @@
 // (elementwise.cpp writes the kernels, NVRTC compiles prelude + kernels as
 // one unit). It is core/ir/elementwise.h again, in CUDA: the scalar meaning
 // of each op, so a generated kernel computes exactly what the CPU device
-// and constant folding compute. Keep the two in step; the conformance suite
-// compares them op by op at every dtype.
+// and constant folding compute. The float unary ops are not repeated here:
+// core/ir/float_unary.def, which both sides compile, follows this file in
+// the embedded prelude (devices/cuda/CMakeLists.txt). Keep the rest in step
+// with elementwise.h; the conformance suite compares them op by op at every
+// dtype.
 //
 // Values live in registers as: float (f32, and bf16/f16 widened), double,
 // int (i32), long long (i64), unsigned char (u8), unsigned short (u16), bool.
@@ -214,33 +217,9 @@ __device__ __forceinline__ double sg_fmax(double a, double b) {
   return fmax(a, b);
 }
 
-template <class T>
-__device__ __forceinline__ T sg_rsqrt(T x) {
-  return T(1) / sg_sqrt(x);  // not rsqrtf: that one is approximate
-}
-template <class T>
-__device__ __forceinline__ T sg_sigmoid(T x) {
-  if (x >= T(0)) return T(1) / (T(1) + sg_exp(-x));
-  T e = sg_exp(x);
-  return e / (T(1) + e);
-}
-template <class T>
-__device__ __forceinline__ T sg_silu(T x) {
-  return x * sg_sigmoid(x);
-}
-template <class T>
-__device__ __forceinline__ T sg_softplus(T x) {
-  return sg_fmax(x, T(0)) + sg_log1p(sg_exp(-sg_fabs(x)));
-}
-template <class T>
-__device__ __forceinline__ T sg_gelu(T x) {
-  return T(0.5) * x * (T(1) + sg_erf(x * T(0.7071067811865476)));
-}
-template <class T>
-__device__ __forceinline__ T sg_gelu_tanh(T x) {
-  const T k = T(0.7978845608028654);
-  return T(0.5) * x * (T(1) + sg_tanh(k * (x + T(0.044715) * x * x * x)));
-}
+// The other float unary ops (rsqrt, sigmoid, gelu, ...) are the rows of
+// core/ir/float_unary.def, which follows this file (see its end).
+
 // tanh on the multifunction unit, for kernels whose result is rounded to
 // bf16 (codegen::expression): relative error under 2^-10.9.
 __device__ __forceinline__ float sg_tanh_approx(float x) {
@@ -399,3 +378,13 @@ __device__ __forceinline__ void sg_store_vec(T* p, const T (&t)[V]) {
 #pragma unroll
   for (int k = 0; k < Vec::bytes / Vec::word; ++k) w[k] = v.w[k];
 }
+
+// ---- the float unary ops: core/ir/float_unary.def comes next in the
+// embedded prelude, and its rows become device functions sg_<fn>(x) ----
+
+#define SG_FLOAT_PRIMITIVE(id, fn)
+#define SG_FLOAT_UNARY(id, fn, ...)           \
+  template <class T>                          \
+  __device__ __forceinline__ T sg_##fn(T x) { \
+    return __VA_ARGS__;                       \
+  }

@@ -1,7 +1,8 @@
 // The fused neural ops' factory (ops.def, "Neural"): softmax and
 // log_softmax over `axis`, cross_entropy and cross_entropy_grad
 // (`ignore_index`, `reduction`), layer_norm, its gradient with respect to
-// x and rms_norm over the last axis (`eps`), with the geometry and
+// x and rms_norm over the last axis (`eps`; layer_norm_param_grad goes to
+// kernels_norm_param.cpp), with the geometry and
 // defaults of devices/cpu/kernels_nn.cpp, resolved into the kernels of
 // softmax.cu, cross_entropy.cu and norm.cu. Operands arrive in f32 or f64
 // (lower.h), cross_entropy's targets in their integer dtype; the lowering
@@ -316,6 +317,7 @@ KernelResult make_nn_kernel(const KernelRequest& r) {
     case Op::LayerNorm:
     case Op::RmsNorm: return norm_kernel(r);
     case Op::LayerNormGrad: return layer_norm_grad_kernel(r);
+    case Op::LayerNormParamGrad: return make_norm_param_kernel(r);  // kernels_norm_param.cpp
     default: return no_kernel(r, "not a fused neural op");
   }
 }
