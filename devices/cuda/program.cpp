@@ -1,7 +1,7 @@
 // cuda::Program: compile() lowers the function as the CPU device does
-// (devices/cpu/lower.h, keeping bf16/f16 matrix products native), makes one
+// (devices/plan/lower.h, keeping bf16/f16 matrix products native), makes one
 // kernel per live node or fusion group, places every intermediate and every
-// kernel's scratch in one arena (devices/cpu/memory_plan.h) and keeps a flat
+// kernel's scratch in one arena (devices/plan/memory_plan.h) and keeps a flat
 // list of steps. Creation ops are evaluated once, when the program is
 // prepared, into device constants; reshape and stop_gradient read their
 // operand in place. run() enqueues the steps; the second run with the same

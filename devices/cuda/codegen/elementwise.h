@@ -16,7 +16,7 @@
 
 namespace sexpgpu::cuda {
 
-using GroupNode = cpu::GroupedNode;  // devices/cpu/lower.h: the shared plan's group node
+using GroupNode = cpu::GroupedNode;  // devices/plan/lower.h: the shared plan's group node
 
 // Whether `op` is a view: each output element is one operand element (or
 // pad's value), so it fuses as an index transformation.

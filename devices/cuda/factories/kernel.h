@@ -94,7 +94,7 @@ struct KernelRequest {
   const ir::TensorType& output;
   Context& context;
   // matmul: operand i is stored with its last two axes swapped (a permute
-  // folded into the transpose flag, devices/cpu/lower.h fold_transposes).
+  // folded into the transpose flag, devices/plan/lower.h fold_transposes).
   std::array<bool, 2> transposed{};
   // attention, cross_entropy: also write the row statistics (the
   // log-sum-exp) that the gradient node of the same operands reads, instead
