@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
@@ -109,6 +110,14 @@ void LimitFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--variant", variants, "apply declared variants, left to right")->delimiter(',');
   cmd->add_option("--set", sets, "set a knob: KNOB=VALUE (repeatable; after the variants)");
   cmd->add_option("--point", point, "a sweep point: SWEEP:INDEX (0-based; applied last)");
+}
+
+std::function<std::vector<std::string>()> lazy_reducer_plugins() {
+  auto loaded = std::make_shared<std::optional<std::vector<std::string>>>();
+  return [loaded] {
+    if (!*loaded) *loaded = host::PluginHost(host::default_search_path()).names(SG_PLUGIN_REDUCER);
+    return **loaded;
+  };
 }
 
 std::unique_ptr<runfile::Session> LimitFlags::load(

@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/verbs.h"
-#include "host/plugin_host.h"
 #include "runfile/session.h"
 
 namespace sexpgpu::cli {
@@ -25,14 +24,8 @@ void add_check(CLI::App& app, int& exit_code) {
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
     // The reducers a defdiagnostic may name: the core's and the plugins'
-    // that load here (the same search path `run` uses). The plugins are
-    // loaded once, and only when a :reduce names no core reducer: loading
-    // them (the CUDA plugin links cuBLASLt) costs more than checking a file.
-    std::optional<std::vector<std::string>> loaded;
-    auto reducers = [&loaded] {
-      if (!loaded) loaded = host::PluginHost(host::default_search_path()).names(SG_PLUGIN_REDUCER);
-      return *loaded;
-    };
+    // that load here, loaded once for all the files.
+    auto reducers = lazy_reducer_plugins();
     std::vector<Diagnostic> all;
     SourceMap* sources = nullptr;
     // One session per file: files are independent experiments.

@@ -555,7 +555,8 @@ void add_explain(CLI::App& app, int& exit_code) {
     auto fail_json = [&](const nlohmann::json& diagnostics) {
       if (opts->json) std::cout << diagnostics.dump(2) << "\n";
     };
-    std::unique_ptr<runfile::Session> s = opts->limits.load(opts->file, "explain", exit_code, true);
+    std::unique_ptr<runfile::Session> s =
+        opts->limits.load(opts->file, "explain", exit_code, true, true, lazy_reducer_plugins());
     if (!s) {
       std::error_code ec;
       fail_json(nlohmann::json::array(

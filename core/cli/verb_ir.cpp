@@ -28,7 +28,8 @@ void add_ir(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-opt", opts->no_opt, "before the passes (folding, CSE, dead code, fusion)");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    std::unique_ptr<runfile::Session> s = opts->limits.load(opts->file, "ir", exit_code, true);
+    std::unique_ptr<runfile::Session> s =
+        opts->limits.load(opts->file, "ir", exit_code, true, true, lazy_reducer_plugins());
     if (!s) return;
     if (s->sink.error_count()) {
       exit_code = kFileErrors;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "lisp/interp.h"
@@ -46,6 +47,13 @@ struct LimitFlags {
       bool print_diagnostics = true,
       std::function<std::vector<std::string>()> reducer_plugins = {}) const;
 };
+
+// The names of the reducer plugins that load here (the search path `run`
+// uses), for LimitFlags::load: the plugins are loaded at the first call
+// only, which the compiler makes only when a :reduce names no core
+// reducer (loading them, with the CUDA plugin's cuBLASLt, costs more than
+// checking a file).
+std::function<std::vector<std::string>()> lazy_reducer_plugins();
 
 // A numeric flag's check: its text must be a whole decimal number from
 // `min` to `max`; a fraction, hex, an empty string or a number past the range

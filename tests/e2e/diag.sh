@@ -112,6 +112,10 @@ sed 's/:reduce (:kurtosis :quantiles/:reduce (:kurtosys :quantiles/' "$TMP/net.l
 expect diag-reducer-unknown-check 1 $? "typo.lisp:17:1: E-DIAG-REDUCER defdiagnostic odd: :reduce names 'kurtosys', which is neither a core reducer (mean rms l2 max-abs min max std frac-zero frac-nonfinite histogram) nor a loaded reducer plugin (" "$TMP/out"
 grep -q "quantiles" "$TMP/out" && echo "ok   diag-reducer-unknown-lists-plugins" ||
   { echo "FAIL diag-reducer-unknown-lists-plugins"; cat "$TMP/out"; fail=$((fail + 1)); }
+for verb in ir explain; do
+  "$BIN" $verb "$TMP/typo.lisp" >"$TMP/out" 2>"$TMP/err"
+  expect diag-reducer-unknown-$verb 1 $? "typo.lisp:17:1: E-DIAG-REDUCER defdiagnostic odd: :reduce names 'kurtosys'" "$TMP/err"
+done
 "$BIN" run "$TMP/typo.lisp" --quiet --out "$TMP/t" >"$TMP/out" 2>"$TMP/err"
 expect diag-reducer-unknown-run 1 $? "E-DIAG-REDUCER" "$TMP/err"
 [ -e "$TMP/t/events.jsonl" ] && { echo "FAIL diag-reducer-unknown-run: the run started"; fail=$((fail + 1)); }
