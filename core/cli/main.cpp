@@ -188,8 +188,8 @@ struct PlannedVerb {
   const char* page;
 };
 constexpr PlannedVerb kPlannedVerbs[] = {{"watch", "check"}, {"diff", "explain"},
-                                         {"new", "new"},     {"sweep", "knobs"},
-                                         {"bundle", "run"},  {"report", "events"}};
+                                         {"new", "new"},     {"bundle", "run"},
+                                         {"report", "events"}};
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -264,6 +264,7 @@ int main(int argc, char** argv) {
     cli::add_variants(app, exit_code);
     cli::add_annotate(app, exit_code);
     cli::add_run(app, exit_code);
+    cli::add_sweep(app, exit_code);
     cli::add_docs(app, exit_code);
     cli::add_fmt(app, exit_code);
     cli::add_doctor(app, exit_code);

@@ -99,5 +99,6 @@ void add_status(CLI::App& app, int& exit_code);
 void add_variants(CLI::App& app, int& exit_code);
 void add_annotate(CLI::App& app, int& exit_code);
 void add_run(CLI::App& app, int& exit_code);
+void add_sweep(CLI::App& app, int& exit_code);
 
 }  // namespace sexpgpu::cli
