@@ -157,20 +157,29 @@ void add_sweep(CLI::App& app, int& exit_code) {
   cmd->add_option("--sink", opts->sinks, "also send each point's events to sink NAME[:ARG]");
   cmd->add_option("--diag", opts->diags, "sample diagnostic NAME");
   opts->limits.add_to(cmd);
+  cmd->get_option("--point")->description("not taken: the sweep runs each of its points");
   cmd->callback([opts, cmd, &exit_code]() {
     // A refusal before any point runs: on standard error and, with --json,
     // as the sweep's one line.
     // `printed`: the message is on standard error already (diagnostics).
-    auto refuse = [&](int code, const std::string& message, bool printed = false) {
+    // `diagnostics`: the file's, as check --json gives them (code: the first).
+    auto refuse = [&](int code, const std::string& message, bool printed = false,
+                      const nlohmann::json& diagnostics = nullptr) {
       exit_code = code;
       if (!printed) std::cerr << "sexpgpu sweep: " << message << "\n";
-      if (opts->json)
-        std::cout << ojson{{"kind", "sweep"},    {"sweep", opts->sweep},
-                           {"file", opts->file}, {"state", "failed"},
-                           {"exit_code", code},  {"error", {{"message", message}}}}
-                         .dump()
-                  << "\n"
-                  << std::flush;
+      if (!opts->json) return;
+      ojson error = {{"code", nullptr}, {"message", message}};
+      if (diagnostics.is_array()) {
+        for (const auto& d : diagnostics)
+          if (d.value("severity", "") == "error" && error["code"].is_null())
+            error["code"] = d["code"];
+        error["diagnostics"] = ojson::parse(diagnostics.dump());
+      }
+      std::cout << ojson{{"kind", "sweep"},   {"sweep", opts->sweep}, {"file", opts->file},
+                         {"state", "failed"}, {"exit_code", code},    {"error", error}}
+                       .dump()
+                << "\n"
+                << std::flush;
     };
     if (!opts->limits.point.empty())
       return refuse(kUsage, "--point is not taken: the sweep runs each of its points");
@@ -187,7 +196,7 @@ void add_sweep(CLI::App& app, int& exit_code) {
       return refuse(kFileErrors,
                     std::to_string(errors) + " error" + (errors == 1 ? "" : "s") + " in " +
                         opts->file + " (the diagnostics)",
-                    true);
+                    true, diagnostics_json(*s));
     if (!s->is_run_file || !s->compiled)
       return refuse(kFileErrors, opts->file + " is not a run file (no defrun)");
     if (std::string e = runfile::unknown_diagnostics(*s->compiled, opts->diags); !e.empty())
@@ -226,13 +235,13 @@ void add_sweep(CLI::App& app, int& exit_code) {
             if (d.severity == Severity::Error)
               std::cerr << render_human(ps->sources, d, use_color_stderr());
           return refuse(kFileErrors, "point " + std::to_string(i) + ": errors in " + opts->file,
-                        true);
+                        true, diagnostics_json(*ps));
         }
       }
       SweepPoint p;
       p.index = i;
       for (const auto& [name, value] : sw->point(i))
-        p.knobs.push_back({lower(name->name), ps->interp->show(value)});
+        p.knobs.push_back({lower(name->name), s->interp->show(value)});  // sw's interpreter
       p.slug = ps->selection().slug(*ps->interp, stem);
       if (opts->steps) p.slug += ".steps=" + std::to_string(*opts->steps);
       if (opts->seed) p.slug += ".seed=" + std::to_string(*opts->seed);

@@ -50,7 +50,7 @@ same() {
 }
 
 # Three points of a small shuffled regression, long enough to be stopped
-# in the middle of one, with a checkpoint every 25 steps.
+# in the middle of one, with a checkpoint every 100 steps.
 cat >"$TMP/tiny.lisp" <<'LISP'
 (require "sexpgpu/nn")
 (require "sexpgpu/optim")
@@ -65,7 +65,7 @@ cat >"$TMP/tiny.lisp" <<'LISP'
 (defun objective (batch ctx) (mse (net (getf batch :x)) (getf batch :y)))
 (defun optimizer () (optim:sgd :lr lr :momentum 0.9))
 (defrun :steps steps :seed 5 :log-every 50 :target ("train/loss" :<= 0.01)
-  :checkpoint (:every 25 :keep 1))
+  :checkpoint (:every 100 :keep 1))
 LISP
 F=$TMP/tiny.lisp
 
@@ -178,7 +178,7 @@ expect same-slug 1 $? "points 0 and 1 of sweep 'same' are the same selection" "$
 expect bad-knob 1 $? "E-KNOB-TYPE" "$TMP/err"
 "$BIN" sweep "$F" nope --json --out "$TMP/r" >"$TMP/out" 2>"$TMP/err"
 expect unknown-sweep-json 1 $?
-check unknown-sweep-json-line '.kind == "sweep" and .state == "failed" and .exit_code == 1' "$TMP/out"
+check unknown-sweep-json-line '.kind == "sweep" and .state == "failed" and .exit_code == 1 and .error.code == "E-SWEEP-UNKNOWN" and (.error.diagnostics | length == 1)' "$TMP/out"
 [ -e "$TMP/r" ] && { echo "FAIL refusals: $TMP/r was written"; fail=$((fail + 1)); }
 
 # docs/sweep.md: its run file, its ```sh commands run as written (in a
@@ -200,6 +200,13 @@ awk '/^```sh/ { inside = 1; next } inside && /^```/ { exit } inside { print }' "
 rc=$?
 cp "$TMP/docs.log" "$TMP/err"
 expect docs-commands 0 $rc "^sweep lr-scan of scan.lisp: finished, 3/3" "$TMP/docs/out.1" "finished already, skipped" "$TMP/docs/err.1"
+# The page's table: the same header, and per row the same point, value,
+# target, state and run directory (the metrics' digits depend on the CPU).
+table='/^point  lr/ || /^[0-9]  / { print $1, $2, ($(NF-2) ~ /^reached/ ? "reached" : $(NF-2)), $(NF-1), $NF }'
+awk '/^```text/ { inside = 1; next } inside && /^```/ { inside = 0 } inside && /^\$ sexpgpu sweep/ { found = 1 } found && inside' "$PAGE" | awk "$table" >"$TMP/docs/table.page"
+awk "$table" "$TMP/docs/out.0" >"$TMP/docs/table.real"
+if [ -s "$TMP/docs/table.page" ] && cmp -s "$TMP/docs/table.page" "$TMP/docs/table.real"; then echo "ok   docs-table"; else
+  echo "FAIL docs-table: the page's table differs from a real one:"; diff "$TMP/docs/table.page" "$TMP/docs/table.real"; fail=$((fail + 1)); fi
 awk '/^```json/ { inside = 1; next } inside && /^```/ { exit } inside { print }' "$PAGE" >"$TMP/docs/sample.json"
 keys='[keys_unsorted, (.points[0] | keys_unsorted)]'
 if [ "$(jq -c "$keys" "$TMP/docs/sample.json")" = "$(jq -c "$keys" "$TMP/docs/runs/scan.lr-scan/sweep.json")" ]; then
