@@ -187,9 +187,7 @@ struct PlannedVerb {
   const char* name;
   const char* page;
 };
-constexpr PlannedVerb kPlannedVerbs[] = {{"watch", "check"}, {"diff", "explain"},
-                                         {"new", "new"},     {"bundle", "run"},
-                                         {"report", "events"}};
+constexpr PlannedVerb kPlannedVerbs[] = {{"bundle", "run"}, {"report", "events"}};
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -256,12 +254,15 @@ int main(int argc, char** argv) {
     int exit_code = 0;
     cli::set_command_line(argc, argv);
     cli::add_check(app, exit_code);
+    cli::add_watch(app, exit_code);
     cli::add_eval(app, exit_code);
     cli::add_ir(app, exit_code);
     cli::add_explain(app, exit_code);
+    cli::add_diff(app, exit_code);
     cli::add_checkpoint(app, exit_code);
     cli::add_status(app, exit_code);
     cli::add_variants(app, exit_code);
+    cli::add_new(app, exit_code);
     cli::add_annotate(app, exit_code);
     cli::add_run(app, exit_code);
     cli::add_sweep(app, exit_code);

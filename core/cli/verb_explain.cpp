@@ -13,6 +13,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/explain_report.h"
 #include "cli/verbs.h"
 #include "data/loader.h"
 #include "host/plugin_host.h"
@@ -200,7 +201,9 @@ json memory_json(const runfile::CompiledRun& run) {
           {"total", m.total()}};
 }
 
-json report_json(runfile::Session& s, const std::string& file) {
+}  // namespace
+
+json explain_report(runfile::Session& s, const std::string& file) {
   lisp::Interp& in = *s.interp;
   const runfile::CompiledRun& run = *s.compiled;
   const spec::Loaders& loaders = run.loaders;
@@ -224,6 +227,8 @@ json report_json(runfile::Session& s, const std::string& file) {
   doc["memory"] = memory_json(run);
   return doc;
 }
+
+namespace {
 
 // ---- the lowering report of a device plugin ---------------------------------------------------
 
@@ -306,6 +311,8 @@ std::string scaled(double v, double base, const char* const* units, int n_units,
   return buf;
 }
 
+}  // namespace
+
 std::string bytes_text(int64_t b) {
   static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   return scaled(double(b), 1024, units, 6, " ");
@@ -317,11 +324,15 @@ std::string flops_text(const json& f) {
   return scaled(f.get<double>(), 1000, units, 7, " ");
 }
 
+namespace {
+
 // Characters as a terminal shows them: UTF-8 continuation bytes add none
 // (init texts hold a "±").
 size_t display_width(const std::string& s) {
   return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
+
+}  // namespace
 
 // Columns padded to their widest cell, two spaces apart, each row indented.
 void print_table(std::ostream& os, const std::vector<std::vector<std::string>>& rows,
@@ -341,6 +352,8 @@ void print_table(std::ostream& os, const std::vector<std::vector<std::string>>& 
     os << line << "\n";
   }
 }
+
+namespace {
 
 std::string shape_text(const json& shape) {
   std::string s = "[";
@@ -579,7 +592,7 @@ void add_explain(CLI::App& app, int& exit_code) {
       (void)s.release();
       return;
     }
-    json doc = report_json(*s, opts->file);
+    json doc = explain_report(*s, opts->file);
     exit_code = kOk;
     std::string why;
     if (!opts->device.empty()) exit_code = add_lowering(doc, *s->compiled, opts->device, why);

@@ -100,5 +100,8 @@ void add_variants(CLI::App& app, int& exit_code);
 void add_annotate(CLI::App& app, int& exit_code);
 void add_run(CLI::App& app, int& exit_code);
 void add_sweep(CLI::App& app, int& exit_code);
+void add_new(CLI::App& app, int& exit_code);
+void add_diff(CLI::App& app, int& exit_code);
+void add_watch(CLI::App& app, int& exit_code);
 
 }  // namespace sexpgpu::cli

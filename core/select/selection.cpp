@@ -191,7 +191,8 @@ bool declared_string(const std::vector<lisp::ReadForm>& forms, const std::string
     std::vector<Value> parts = items(rf.form.cons()->cdr);
     if (parts.empty() || !parts[0].is_symbol() || parts[0].sym()->name != upper_name) continue;
     Value type = option(parts, 2, "TYPE");
-    return type.is_symbol() && type.sym()->name == "STRING";
+    // No :type: option() gives the null symbol, which names nothing.
+    return type.is_symbol() && type.p != nullptr && type.sym()->name == "STRING";
   }
   return false;
 }
