@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 
+#include "cli/settings.h"
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
 #include "ir/graph.h"
@@ -115,7 +116,7 @@ void LimitFlags::add_to(CLI::App* cmd) {
 std::function<std::vector<std::string>()> lazy_reducer_plugins() {
   auto loaded = std::make_shared<std::optional<std::vector<std::string>>>();
   return [loaded] {
-    if (!*loaded) *loaded = host::PluginHost(host::default_search_path()).names(SG_PLUGIN_REDUCER);
+    if (!*loaded) *loaded = host::PluginHost(plugin_search_path()).names(SG_PLUGIN_REDUCER);
     return **loaded;
   };
 }

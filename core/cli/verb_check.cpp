@@ -3,6 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/settings.h"
 #include "cli/verbs.h"
 #include "runfile/session.h"
 
@@ -23,6 +24,7 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_flag("--strict", opts->strict, "warnings fail the check too");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
+    if (!settings_or_report("check", exit_code)) return;
     // The reducers a defdiagnostic may name: the core's and the plugins'
     // that load here, loaded once for all the files.
     auto reducers = lazy_reducer_plugins();

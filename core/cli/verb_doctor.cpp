@@ -3,11 +3,16 @@
 // not load, the probe of every device plugin that did, the reducers
 // defdiagnostic may name (the core's and the plugins'), and with FILE the
 // run's device memory against its memory plan, its data and the disk for
-// its checkpoints (docs/doctor.md).
+// its checkpoints; NCCL, and every effective setting with where it came
+// from (docs/doctor.md).
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/settings.h"
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
 #include "runfile/compile.h"
@@ -91,6 +96,56 @@ json report(const host::PluginHost& h) {
   return j;
 }
 
+// NCCL, as a run on several GPUs would find it: opened with dlopen, never
+// linked into the core, so a machine without it only loses this line.
+json nccl_report() {
+  void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* why = dlerror();
+    return {{"available", false}, {"reason", why ? why : "libnccl.so.2 cannot be loaded"}};
+  }
+  using GetVersion = int (*)(int*);
+  auto get_version = reinterpret_cast<GetVersion>(dlsym(lib, "ncclGetVersion"));
+  int code = 0;
+  json out;
+  if (!get_version) {
+    out = {{"available", false}, {"reason", "libnccl.so.2 has no ncclGetVersion"}};
+  } else if (int rc = get_version(&code); rc != 0) {
+    out = {{"available", false}, {"reason", "ncclGetVersion failed (" + std::to_string(rc) + ")"}};
+  } else {
+    // NCCL_VERSION_CODE: MAJOR*10000+MINOR*100+PATCH since 2.9, before it
+    // MAJOR*1000+MINOR*100+PATCH.
+    int major = code >= 10000 ? code / 10000 : code / 1000;
+    int minor = code >= 10000 ? code % 10000 / 100 : code % 1000 / 100;
+    std::string version =
+        std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+    Dl_info info{};
+    std::string path = dladdr(reinterpret_cast<void*>(get_version), &info) && info.dli_fname
+                           ? info.dli_fname
+                           : "libnccl.so.2";
+    out = {{"available", true}, {"version", version}, {"library", path}};
+  }
+  // Left open: the process ends soon, and unloading NCCL runs its teardown.
+  return out;
+}
+
+// The config file and every effective setting: {name, value, source, origin}.
+json settings_report(const config::Settings& s, const config::Flags& flags,
+                     const std::optional<std::string>& run_file_device) {
+  const config::ConfigLocation& where = s.location();
+  json out = {{"config",
+               {{"path", where.path.empty() ? json(nullptr) : json(where.path)},
+                {"source", config::source_name(where.source)},
+                {"present", s.file_present()}}},
+              {"settings", json::array()}};
+  for (const config::Setting& row : s.table(flags, run_file_device))
+    out["settings"].push_back({{"name", row.name},
+                               {"value", row.value ? json(*row.value) : json(nullptr)},
+                               {"source", config::source_name(row.source)},
+                               {"origin", row.origin}});
+  return out;
+}
+
 std::string pad(const std::string& s, size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
@@ -137,6 +192,29 @@ void print_human(const json& j) {
     else
       std::cout << "error: " << d["error"].get<std::string>() << "\n";
   }
+  const json& nccl = j["nccl"];
+  std::cout << "\nnccl: "
+            << (nccl["available"].get<bool>()
+                    ? nccl["version"].get<std::string>() + " (" +
+                          nccl["library"].get<std::string>() + ")"
+                    : "not available: " + nccl["reason"].get<std::string>())
+            << "\n";
+  const json& config = j["config"];
+  std::cout << "\nsettings:\n  config file: ";
+  if (config["path"].is_null())
+    std::cout << "none (no SEXPGPU_CONFIG and no HOME)\n";
+  else if (config["present"].get<bool>())
+    std::cout << config["path"].get<std::string>() << " ("
+              << (config["source"] == "environment" ? "SEXPGPU_CONFIG" : "default") << ")\n";
+  else
+    std::cout << "none (" << config["path"].get<std::string>() << " does not exist)\n";
+  for (const json& row : j["settings"]) {
+    std::string source = row["source"].get<std::string>();
+    if (source != "default") source += ": " + row["origin"].get<std::string>();
+    std::cout << "  " << pad(row["name"], 14)
+              << (row["value"].is_null() ? "-" : row["value"].get<std::string>()) << "  (" << source
+              << ")\n";
+  }
 }
 
 // What `run FILE` would need here: the device it would pick (as run does:
@@ -145,11 +223,13 @@ void print_human(const json& j) {
 // loader's data, and free disk for a checkpoint in the run directory.
 // Each part has "ok"; the problems are listed in "problems" as
 // "E-CODE message".
-json file_report(runfile::Session& s, const std::string& file, const json& devices) {
+json file_report(runfile::Session& s, const std::string& file, const json& devices,
+                 const config::Setting& device) {
   const runfile::CompiledRun& run = *s.compiled;
-  const char* env_device = std::getenv("SEXPGPU_DEVICE");
-  std::string spec = env_device && *env_device ? env_device : run.run.device;
-  std::string from = env_device && *env_device ? "SEXPGPU_DEVICE" : "defrun :device";
+  std::string spec = *device.value;
+  std::string from = device.source == config::Source::Default      ? std::string("default")
+                     : device.source == config::Source::ConfigFile ? "config file " + device.origin
+                                                                   : device.origin;
   std::string plugin = spec.substr(0, spec.find(':'));
   if (plugin == "auto") {
     plugin = "cpu";
@@ -198,8 +278,7 @@ json file_report(runfile::Session& s, const std::string& file, const json& devic
   }
 
   // A checkpoint holds the parameters and the optimizer state.
-  const char* runs = std::getenv("SEXPGPU_RUNS");
-  std::filesystem::path dir = runs && *runs ? runs : "runs";
+  std::filesystem::path dir = *settings().runs_dir().value;
   std::error_code ec;
   std::filesystem::path probe_dir = std::filesystem::absolute(dir, ec);
   while (!probe_dir.empty() && !std::filesystem::exists(probe_dir, ec))
@@ -209,10 +288,21 @@ json file_report(runfile::Session& s, const std::string& file, const json& devic
   json disk = {{"dir", dir.string()},
                {"free_bytes", ec ? json(nullptr) : json(space.available)},
                {"checkpoint_bytes", checkpoint}};
-  disk["ok"] = !ec && space.available >= checkpoint;
+  // `run` creates the run directory under the nearest directory that exists.
+  std::error_code dir_ec;
+  bool is_dir = !probe_dir.empty() && std::filesystem::is_directory(probe_dir, dir_ec);
+  bool writable = is_dir && access(probe_dir.c_str(), W_OK | X_OK) == 0;
+  disk["writable"] = writable;
+  disk["ok"] = !ec && space.available >= checkpoint && writable;
   if (!ec && space.available < checkpoint)
     problem("E-IO " + dir.string() + " has " + std::to_string(space.available) +
             " bytes free; one checkpoint takes " + std::to_string(checkpoint));
+  if (!writable)
+    problem("E-IO " + dir.string() + ": run directories cannot be created there (" +
+            (probe_dir.empty() ? std::string("no directory of it exists")
+             : !is_dir         ? probe_dir.string() + " is not a directory"
+                               : probe_dir.string() + " is not writable") +
+            ")");
   out["disk"] = disk;
   return out;
 }
@@ -237,7 +327,8 @@ void print_file(const json& f) {
                     ? train::bytes_text(disk["free_bytes"].get<uint64_t>()) + " free"
                     : std::string("free space unknown"))
             << ", a checkpoint takes "
-            << train::bytes_text(disk["checkpoint_bytes"].get<uint64_t>()) << "\n";
+            << train::bytes_text(disk["checkpoint_bytes"].get<uint64_t>())
+            << (disk["writable"].get<bool>() ? "" : ": not writable") << "\n";
 }
 
 }  // namespace
@@ -245,6 +336,7 @@ void print_file(const json& f) {
 void add_doctor(CLI::App& app, int& exit_code) {
   struct Opts {
     std::string file;
+    std::string device;
     bool json = false;
     LimitFlags limits;
   };
@@ -253,9 +345,12 @@ void add_doctor(CLI::App& app, int& exit_code) {
       "doctor", "whether a run can start here: plugins, devices, and FILE's memory, data, disk");
   cmd->add_option("file", opts->file, "a run file: its memory plan, data and checkpoints");
   cmd->add_flag("--json", opts->json, "print the report as one JSON document");
+  cmd->add_option("--device", opts->device, "the device run --device would be given");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    host::PluginHost h(host::default_search_path());
+    const config::Settings* settings = settings_or_report("doctor", exit_code);
+    if (!settings) return;
+    host::PluginHost h(plugin_search_path());
     const std::vector<std::string> reducer_plugins = h.names(SG_PLUGIN_REDUCER);
     std::unique_ptr<runfile::Session> s;
     if (!opts->file.empty()) {
@@ -271,7 +366,13 @@ void add_doctor(CLI::App& app, int& exit_code) {
       }
     }
     json j = report(h);
-    if (s) j["file"] = file_report(*s, opts->file, j["devices"]);
+    j["nccl"] = nccl_report();
+    const config::Flags flags{opts->device, ""};
+    std::optional<std::string> file_device;
+    if (s && s->compiled->run.device_given) file_device = s->compiled->run.device;
+    j.update(settings_report(*settings, flags, file_device));
+    if (s)
+      j["file"] = file_report(*s, opts->file, j["devices"], settings->device(flags, file_device));
     if (opts->json) {
       std::cout << j.dump(2) << "\n";
     } else {

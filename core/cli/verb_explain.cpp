@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/explain_report.h"
+#include "cli/settings.h"
 #include "cli/verbs.h"
 #include "data/loader.h"
 #include "host/plugin_host.h"
@@ -252,7 +253,7 @@ int add_lowering(json& doc, const runfile::CompiledRun& run, const std::string& 
     }
     options["ordinal"] = *ordinal;
   }
-  host::PluginHost plugins(host::default_search_path());
+  host::PluginHost plugins(plugin_search_path());
   const host::PluginRecord* record = plugins.find(name);
   if (!record || !record->loaded || !plugins.device(name)) {
     why = "the lowering report comes from the " + name + " device plugin's compile, and " +
@@ -568,6 +569,7 @@ void add_explain(CLI::App& app, int& exit_code) {
     auto fail_json = [&](const nlohmann::json& diagnostics) {
       if (opts->json) std::cout << diagnostics.dump(2) << "\n";
     };
+    if (!settings_or_report("explain", exit_code)) return;
     std::unique_ptr<runfile::Session> s =
         opts->limits.load(opts->file, "explain", exit_code, true, true, lazy_reducer_plugins());
     if (!s) {

@@ -5,6 +5,7 @@
 // `stage-function` (docs/explain.md).
 #include <iostream>
 
+#include "cli/settings.h"
 #include "cli/verbs.h"
 #include "ir/json.h"
 #include "ir/passes.h"
@@ -28,6 +29,7 @@ void add_ir(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-opt", opts->no_opt, "before the passes (folding, CSE, dead code, fusion)");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
+    if (!settings_or_report("ir", exit_code)) return;
     std::unique_ptr<runfile::Session> s =
         opts->limits.load(opts->file, "ir", exit_code, true, true, lazy_reducer_plugins());
     if (!s) return;

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/settings.h"
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
 #include "lisp/modules.h"
@@ -204,8 +205,14 @@ void add_run(CLI::App& app, int& exit_code) {
       if (!diagnostics.is_null()) error["diagnostics"] = diagnostics;
       std::cout << train::unstarted_close_line(code, error) << "\n" << std::flush;
     };
+    std::string config_error;
+    const config::Settings* settings = load_settings("run", config_error);
+    if (!settings) {
+      refuse(kUsage, "E-CONFIG", config_error, nullptr);
+      return;
+    }
     // Loaded first: the compiler checks each :reduce against its reducers.
-    host::PluginHost plugins(host::default_search_path());
+    host::PluginHost plugins(plugin_search_path());
     const std::vector<std::string> reducers = plugins.names(SG_PLUGIN_REDUCER);
     std::unique_ptr<runfile::Session> s = opts->limits.load(opts->file, "run", exit_code, true,
                                                             true, [&reducers] { return reducers; });
@@ -252,13 +259,13 @@ void add_run(CLI::App& app, int& exit_code) {
     train::RunOptions ro;
     ro.file = opts->file;
     ro.slug = slug;
-    const char* runs = std::getenv("SEXPGPU_RUNS");
-    ro.run_dir =
-        !opts->out.empty() ? opts->out : std::string(runs && *runs ? runs : "runs") + "/" + slug;
-    const char* env_device = std::getenv("SEXPGPU_DEVICE");
-    ro.device = !opts->device.empty()       ? opts->device
-                : env_device && *env_device ? env_device
-                                            : s->compiled->run.device;
+    ro.run_dir = !opts->out.empty() ? opts->out : *settings->runs_dir().value + "/" + slug;
+    const runfile::CompiledRun& compiled = *s->compiled;
+    ro.device =
+        *settings
+             ->device({opts->device, ""},
+                      compiled.run.device_given ? std::optional(compiled.run.device) : std::nullopt)
+             .value;
     ro.threads = opts->threads;
     ro.deterministic = opts->deterministic;
     ro.steps = opts->steps;

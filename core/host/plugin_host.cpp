@@ -129,6 +129,11 @@ std::vector<SearchDir> default_search_path() {
       start = colon + 1;
     }
   }
+  return search_path_after(std::move(out));
+}
+
+std::vector<SearchDir> search_path_after(std::vector<SearchDir> first) {
+  std::vector<SearchDir> out = std::move(first);
   std::string exe = executable_path();
 #if defined(SEXPGPU_BUILD_DIR) && defined(SEXPGPU_BUILD_PLUGIN_DIR)
   // Only a binary of this build tree looks at its plugins: an installed one

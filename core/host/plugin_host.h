@@ -18,7 +18,7 @@ namespace sexpgpu::host {
 // One directory of the search path and where it came from.
 struct SearchDir {
   std::string dir;
-  std::string source;  // "SEXPGPU_PLUGIN_PATH", "build tree", "installed"
+  std::string source;  // "SEXPGPU_PLUGIN_PATH", "config file", "build tree", "installed"
 };
 
 // What the host learned about one plugin file.
@@ -35,8 +35,12 @@ struct PluginRecord {
 
 // The search path: each dir of SEXPGPU_PLUGIN_PATH, then the build tree's
 // plugins/ (when this executable lives in the build tree), then
-// <prefix>/lib/sexpgpu/plugins relative to the executable.
+// <prefix>/lib/sexpgpu/plugins relative to the executable. Without the
+// config file: for programs other than the CLI (the conformance runner).
 std::vector<SearchDir> default_search_path();
+// `first` (the CLI's: SEXPGPU_PLUGIN_PATH's and the config file's
+// directories, core/config), then the build tree's and the installed ones.
+std::vector<SearchDir> search_path_after(std::vector<SearchDir> first);
 
 // The running executable's path ("" if unknown).
 std::string executable_path();

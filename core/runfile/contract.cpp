@@ -270,6 +270,7 @@ void read_run_key(Interp& in, RunDecl& r, const std::string& key, Value v) {
     }
   } else if (key == "device") {
     r.device = name_option(in, v, ":device");
+    r.device_given = true;
   } else {
     in.fail("E-RUN-KEY", "defrun has no key :" + key,
             "its keys are :steps :epochs :microbatches :precision :master-weights :seed "

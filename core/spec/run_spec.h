@@ -159,6 +159,7 @@ struct RunDecl {
   std::optional<TargetDecl> target;
   bool target_stop = false;
   std::string device = "auto";
+  bool device_given = false;  // :device was written (else "auto" is the default)
 };
 
 // ---- diagnostics (observe.md, "Diagnostics") ------------------------------------------------
