@@ -1,8 +1,9 @@
 // The process's settings (core/config): the config file is read once, at
 // the first verb that needs a setting, and its warnings printed then. The
-// verbs that compile a run file or load plugins (check, ir, explain,
-// variants, run, doctor) ask here; fmt, docs, eval, status, checkpoint and
-// annotate never read the config file (docs/environment.md).
+// verbs that compile a run file or load plugins (check, watch, ir,
+// explain, diff, new, run, sweep, doctor) ask here; fmt, docs, eval,
+// variants, status, checkpoint and annotate never read the config file
+// (docs/environment.md).
 #pragma once
 
 #include <string>

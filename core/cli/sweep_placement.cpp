@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "cli/settings.h"
 #include "cli/sweep.h"
 #include "host/plugin_host.h"
 
@@ -23,7 +24,7 @@ size_t cpu_count() {
 // The GPUs the cuda plugin's probe sees, or nullopt (and why) when the
 // plugin does not load or cannot say.
 std::optional<size_t> visible_gpus(std::string& why) {
-  host::PluginHost plugins(host::default_search_path());
+  host::PluginHost plugins(plugin_search_path());
   const sg_device_api* api = plugins.device("cuda");
   if (!api || !api->probe) {
     why = "the cuda plugin does not load here (sexpgpu doctor says why)";

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/explain_report.h"
+#include "cli/settings.h"
 #include "cli/verbs.h"
 #include "ir/ops.h"
 #include "runfile/compile.h"
@@ -435,6 +436,7 @@ void add_diff(CLI::App& app, int& exit_code) {
       "  sexpgpu diff RUN-DIR RUN-DIR\n"
       "selection flags: --variant NAME[,NAME...], --set KNOB=VALUE, --point SWEEP:INDEX");
   cmd->callback([cmd, &exit_code]() {
+    if (!settings_or_report("diff", exit_code)) return;
     Side sides[2];
     bool json_out = false;
     if (std::string why = parse_args(cmd->remaining(), sides, json_out); !why.empty()) {

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <set>
 
+#include "cli/settings.h"
 #include "cli/verbs.h"
 #include "lisp/fmt.h"
 #include "lisp/modules.h"
@@ -98,6 +99,7 @@ void add_new(CLI::App& app, int& exit_code) {
   cmd->add_option("new", opts->to, "the file to write (must not exist)")->required();
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
+    if (!settings_or_report("new", exit_code)) return;
     std::error_code ec;
     if (fs::exists(fs::symlink_status(opts->to, ec))) {
       std::cerr << "sexpgpu new: " << opts->to << " already exists; new never overwrites a file\n"

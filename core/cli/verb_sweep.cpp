@@ -17,6 +17,7 @@
 #include <map>
 #include <sstream>
 
+#include "cli/settings.h"
 #include "cli/sweep.h"
 #include "cli/sweep_children.h"
 #include "cli/verbs.h"
@@ -31,14 +32,6 @@ namespace sexpgpu::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Where sweep directories go when --out does not say: $SEXPGPU_RUNS, else
-// ./runs, as for `run`. One function, so the config file's `[runs] dir`
-// joins here alone.
-std::string runs_root() {
-  const char* runs = std::getenv("SEXPGPU_RUNS");
-  return runs && *runs ? runs : "runs";
-}
 
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -183,6 +176,8 @@ void add_sweep(CLI::App& app, int& exit_code) {
     };
     if (!opts->limits.point.empty())
       return refuse(kUsage, "--point is not taken: the sweep runs each of its points");
+    const config::Settings* settings = settings_or_report("sweep", exit_code);
+    if (!settings) return;
     const std::string sweep = lower(opts->sweep);
 
     // Point 0, compiled: the file's errors (and an unknown sweep) stop the
@@ -212,7 +207,8 @@ void add_sweep(CLI::App& app, int& exit_code) {
     rec.sweep = sweep;
     rec.file = opts->file;
     rec.file_hash = train::content_hash(read_text(opts->file));
-    rec.dir = !opts->out.empty() ? opts->out : runs_root() + "/" + stem + "." + sweep;
+    rec.dir =
+        !opts->out.empty() ? opts->out : *settings->runs_dir().value + "/" + stem + "." + sweep;
     rec.command = command_line();
     rec.from = size_t(opts->from);
     rec.jobs = size_t(opts->jobs);
@@ -254,10 +250,12 @@ void add_sweep(CLI::App& app, int& exit_code) {
       if (i >= rec.from) decide(p, opts->fresh);
       rec.points.push_back(std::move(p));
     }
-    const char* env_device = std::getenv("SEXPGPU_DEVICE");
-    std::string device = !opts->device.empty()       ? opts->device
-                         : env_device && *env_device ? std::string(env_device)
-                                                     : s->compiled->run.device;
+    const runfile::CompiledRun& compiled = *s->compiled;
+    std::string device =
+        *settings
+             ->device({opts->device, ""},
+                      compiled.run.device_given ? std::optional(compiled.run.device) : std::nullopt)
+             .value;
     // With one job the flags go through as typed (run resolves them).
     Placement pl = place(rec.jobs, rec.jobs == 1 ? opts->device : device, opts->threads);
     if (!pl.error.empty()) return refuse(kUsage, pl.error);

@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 
+#include "cli/settings.h"
 #include "cli/verbs.h"
 #include "lisp/modules.h"
 #include "runfile/session.h"
@@ -197,6 +198,7 @@ void add_watch(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", opts->json, "one check --json document per line, per check");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
+    if (!settings_or_report("watch", exit_code)) return;
     std::error_code ec;
     if (!fs::exists(opts->file, ec) || fs::is_directory(opts->file, ec)) {
       std::cerr << "sexpgpu watch: cannot read " << opts->file
