@@ -187,8 +187,10 @@ struct PlannedVerb {
   const char* name;
   const char* page;
 };
-constexpr PlannedVerb kPlannedVerbs[] = {{"watch", "check"}, {"diff", "explain"},
-                                         {"new", "new"},     {"bundle", "run"},
+constexpr PlannedVerb kPlannedVerbs[] = {{"watch", "check"},
+                                         {"diff", "explain"},
+                                         {"new", "new"},
+                                         {"bundle", "run"},
                                          {"report", "events"}};
 
 size_t edit_distance(std::string_view a, std::string_view b) {
