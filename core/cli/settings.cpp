@@ -10,6 +10,8 @@ namespace sexpgpu::cli {
 
 namespace {
 
+constexpr const char* kWarning = "W-CONFIG";  // docs/errors.md
+
 struct Loaded {
   std::unique_ptr<config::Settings> settings;
   std::string error;  // "" when settings hold the file
@@ -26,7 +28,8 @@ Loaded& loaded(const char* verb) {
       l.error = error;
     } else if (!quiet()) {
       for (const std::string& w : l.settings->warnings())
-        std::cerr << "sexpgpu" << (*verb ? " " : "") << verb << ": W-CONFIG " << w << "\n";
+        std::cerr << "sexpgpu" << (*verb ? " " : "") << verb << ": " << kWarning << " " << w
+                  << "\n";
     }
     return l;
   }();

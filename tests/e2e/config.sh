@@ -105,7 +105,7 @@ check secret-key-warning $? "$TMP/err"
 ! grep -q "wJalrXUtnSECRET" "$TMP/out" "$TMP/err"
 check secret-never-shown $?
 "$BIN" doctor --quiet >/dev/null 2>"$TMP/err"
-! grep -q W-CONFIG "$TMP/err"
+! grep -q "W-CONFIG" "$TMP/err"
 check quiet-no-warning $? "$TMP/err"
 
 # [runs] dir: used by run when SEXPGPU_RUNS is unset, and overridden by it.
