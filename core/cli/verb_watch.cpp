@@ -245,7 +245,7 @@ void add_watch(CLI::App& app, int& exit_code) {
         std::cout << (terminal ? "" : "--- ") << clock_now() << " " << opts->file << ": "
                   << verdict(r)
                   << (terminal ? "  (watching " + std::to_string(watches.files()) +
-                                     " files; Ctrl-C stops)"
+                                     (watches.files() == 1 ? " file" : " files") + "; Ctrl-C stops)"
                                : std::string())
                   << "\n";
         if (!r.human.empty()) std::cout << (terminal ? "\n" : "") << r.human;
