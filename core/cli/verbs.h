@@ -68,6 +68,11 @@ std::string range_text(int64_t min, int64_t max);
 bool quiet();
 void add_quiet(CLI::App& app);
 
+// --log LEVEL, global (before or after the verb), over SEXPGPU_LOG: the
+// log's level (util/log.h), set once the line is parsed. Call after
+// add_quiet: under --quiet the log shows errors only.
+void add_log(CLI::App& app);
+
 // Reads a run file into a session; false (after printing "sexpgpu VERB:
 // cannot read FILE: no such file" or why) when it is not a readable file.
 bool load_or_report(runfile::Session& s, const std::string& file, const char* verb);
