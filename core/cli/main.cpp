@@ -208,13 +208,16 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }  // namespace
 
 // The first word that is not a flag names the verb (the app's own flags
-// take no values). An unknown one is refused here, before CLI11, which would
+// take no values, but --log's). An unknown one is refused here, before CLI11, which would
 // only list the unexpected arguments: kUsage for a word that is no verb,
 // E-UNSUPPORTED for a verb of the design not built yet; -1 to go on.
 int refuse_unknown_verb(const CLI::App& app, int argc, char** argv) {
   std::string verb;
   for (int i = 1; i < argc && verb.empty(); ++i)
-    if (argv[i][0] != '-') verb = argv[i];
+    if (argv[i][0] != '-')
+      verb = argv[i];
+    else if (std::string_view(argv[i]) == "--log")
+      ++i;  // the one app flag with a value: --log LEVEL
   if (verb.empty()) return -1;
   std::vector<std::string> verbs;
   for (const CLI::App* sub : app.get_subcommands({})) verbs.push_back(sub->get_name());
@@ -271,6 +274,7 @@ int main(int argc, char** argv) {
     cli::add_fmt(app, exit_code);
     cli::add_doctor(app, exit_code);
     cli::add_quiet(app);
+    cli::add_log(app);
     if (int refused = cli::refuse_unknown_verb(app, argc, argv); refused >= 0) return refused;
     try {
       app.parse(argc, argv);

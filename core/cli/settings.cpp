@@ -23,13 +23,15 @@ Loaded& loaded(const char* verb) {
     std::string error;
     l.settings =
         std::make_unique<config::Settings>(config::Settings::load(config::process_env(), error));
-    if (error.empty()) error = l.settings->environment_error();
     if (!error.empty()) {
       l.error = error;
-    } else if (!quiet()) {
-      for (const std::string& w : l.settings->warnings())
-        std::cerr << "sexpgpu" << (*verb ? " " : "") << verb << ": " << kWarning << " " << w
-                  << "\n";
+    } else {
+      if (!quiet())
+        for (const std::string& w : l.settings->warnings())
+          std::cerr << "sexpgpu" << (*verb ? " " : "") << verb << ": " << kWarning << " " << w
+                    << "\n";
+      if (const auto& level = l.settings->file().log_level; level && !level->text.empty())
+        set_log_level(level->text);
     }
     return l;
   }();

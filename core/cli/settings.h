@@ -15,9 +15,9 @@
 namespace sexpgpu::cli {
 
 // The settings, or nullptr with `error` set to "PATH:LINE:COL: message"
-// (E-CONFIG) when the config file is malformed (or named and absent) or a
-// variable has a value no setting takes. The file's warnings go to
-// standard error, once, as "sexpgpu VERB: W-CONFIG PATH:LINE:COL: ...".
+// (E-CONFIG) when the config file is malformed (or named and absent). The
+// file's warnings go to standard error, once, as "sexpgpu VERB: W-CONFIG
+// PATH:LINE:COL: ...", and its `[log] level` takes effect (set_log_level).
 const config::Settings* load_settings(const char* verb, std::string& error);
 // The same, printing "sexpgpu VERB: E-CONFIG ..." and setting exit_code
 // to kUsage (2) when there are none.

@@ -367,7 +367,7 @@ void add_doctor(CLI::App& app, int& exit_code) {
     }
     json j = report(h);
     j["nccl"] = nccl_report();
-    const config::Flags flags{opts->device, ""};
+    const config::Flags flags{opts->device, log_flag()};
     std::optional<std::string> file_device;
     if (s && s->compiled->run.device_given) file_device = s->compiled->run.device;
     j.update(settings_report(*settings, flags, file_device));

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "lisp/interp.h"
@@ -67,6 +68,16 @@ std::string range_text(int64_t min, int64_t max);
 // but errors.
 bool quiet();
 void add_quiet(CLI::App& app);
+
+// --log LEVEL, global (before or after the verb), over SEXPGPU_LOG: the
+// log's level (util/log.h), set once the line is parsed. Call after
+// add_quiet: under --quiet the log shows errors only.
+void add_log(CLI::App& app);
+// The --log value given ("" when none), for the settings table.
+std::string log_flag();
+// Sets the log's level again once the config file is read: its `[log]
+// level` counts where neither --log nor SEXPGPU_LOG names a level.
+void set_log_level(const std::optional<std::string>& config_level);
 
 // Reads a run file into a session; false (after printing "sexpgpu VERB:
 // cannot read FILE: no such file" or why) when it is not a readable file.

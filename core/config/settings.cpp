@@ -92,7 +92,11 @@ Setting Settings::device(const Flags& flags, const std::optional<std::string>& r
 }
 
 Setting Settings::log_level(const Flags& flags) const {
-  return pick("log.level", flags.log, "--log", "SEXPGPU_LOG", file_.log_level, {}, "", "warn");
+  // SEXPGPU_LOG that names no level is skipped (the log prints a warning
+  // when it starts, util/log.h): a bad log level never stops a verb.
+  auto env = env_("SEXPGPU_LOG");
+  const char* variable = env && is_log_level(*env) ? "SEXPGPU_LOG" : nullptr;
+  return pick("log.level", flags.log, "--log", variable, file_.log_level, {}, "", "warn");
 }
 
 std::vector<Settings::Dir> Settings::plugin_dirs() const {
@@ -146,12 +150,6 @@ std::vector<Setting> Settings::table(const Flags& flags,
   out.push_back(s3_region());
   out.push_back(s3_profile());
   return out;
-}
-
-std::string Settings::environment_error() const {
-  if (auto v = env_("SEXPGPU_LOG"); v && !is_log_level(*v))
-    return "SEXPGPU_LOG=" + *v + ": the log level is trace, debug, info, warn, error or off";
-  return "";
 }
 
 }  // namespace sexpgpu::config

@@ -88,9 +88,6 @@ class Settings {
   // s3.endpoint, s3.region, s3.profile.
   std::vector<Setting> table(const Flags& flags,
                              const std::optional<std::string>& run_file = {}) const;
-  // A variable whose value no setting takes ("SEXPGPU_LOG=loud: ..."),
-  // or "" (E-CONFIG, like the file's own).
-  std::string environment_error() const;
 
  private:
   Setting pick(const std::string& name, const std::string& flag, const std::string& flag_name,

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "util/log.h"
+
 namespace sexpgpu::data {
 
 namespace fs = std::filesystem;
@@ -51,7 +53,11 @@ Result<fs::path> find_data_file(std::string_view written, const DataDirs& dirs) 
   std::string tried;
   for (const fs::path& dir : dirs.search_order()) {
     fs::path candidate = dir / path;
-    if (fs::exists(candidate, ec)) return candidate;
+    if (fs::exists(candidate, ec)) {
+      log::debug("data: \"{}\" found at {}", written, candidate.string());
+      return candidate;
+    }
+    log::trace("data: \"{}\" not in {}", written, dir.string());
     tried += (tried.empty() ? "" : ", ") + dir.string();
   }
   return R::failure("\"" + std::string(written) + "\": missing (not found in " + tried +

@@ -7,8 +7,9 @@
 #include <cstddef>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 #include <system_error>
+
+#include "util/log.h"
 
 #ifndef SEXPGPU_VERSION
 #define SEXPGPU_VERSION "0.0.0"
@@ -173,23 +174,46 @@ struct PluginHost::Library {
 };
 
 PluginHost::PluginHost(std::vector<SearchDir> path) : path_(std::move(path)) {
+  // A plugin's messages go into the core's log (util/log.h) at their level.
   log_ = [](sg_log_level level, const std::string& plugin, const std::string& msg) {
-    if (level >= SG_LOG_WARN) std::cerr << "sexpgpu: plugin " << plugin << ": " << msg << "\n";
+    log::Level l = level <= SG_LOG_TRACE   ? log::Level::Trace
+                   : level == SG_LOG_DEBUG ? log::Level::Debug
+                   : level == SG_LOG_INFO  ? log::Level::Info
+                   : level == SG_LOG_WARN  ? log::Level::Warn
+                                           : log::Level::Error;
+    log::at(l, "plugin {}: {}", plugin, msg);
   };
+  log::Stopwatch took;
   for (const SearchDir& d : path_) scan(d);
+  if (log::enabled(log::Level::Info)) {
+    std::string loaded;
+    size_t refused = 0;
+    for (const PluginRecord& r : records_) {
+      if (r.loaded)
+        loaded += (loaded.empty() ? "" : " ") + r.name;
+      else
+        ++refused;
+    }
+    log::info("plugin host: loaded {} in {:.1f} ms ({} refused; {} search dirs)",
+              loaded.empty() ? "no plugin" : loaded, took.ms(), refused, path_.size());
+  }
 }
 
 PluginHost::~PluginHost() = default;
 
 void PluginHost::scan(const SearchDir& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir.dir, ec)) return;
+  if (!fs::is_directory(dir.dir, ec)) {
+    log::debug("plugin host: search {} ({}): not a directory, skipped", dir.dir, dir.source);
+    return;
+  }
   std::vector<std::string> files;
   for (fs::directory_iterator it(dir.dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (is_plugin_file(name)) files.push_back(it->path().string());
   }
   std::sort(files.begin(), files.end());  // the same order on every machine
+  log::debug("plugin host: search {} ({}): {} plugin files", dir.dir, dir.source, files.size());
   for (const std::string& f : files) load(f);
 }
 
@@ -202,6 +226,8 @@ void PluginHost::load(const std::string& file) {
   lib->name = rec.name;
   fill_host_api(lib->api, lib.get());
   const sg_plugin* p = nullptr;
+  log::trace("plugin host: trying {}", file);
+  log::Stopwatch took;
   rec.reason = open_library(*lib, file);
   if (rec.reason.empty()) rec.reason = call_entry(*lib, &p);
   if (rec.reason.empty()) rec.reason = check_description(p);
@@ -218,6 +244,11 @@ void PluginHost::load(const std::string& file) {
       rec.plugin = p;
   }
   rec.loaded = rec.reason.empty();
+  if (rec.loaded)
+    log::debug("plugin host: loaded {} ({} {}, ABI {}) from {} in {:.1f} ms", rec.name, rec.kind,
+               rec.version, rec.abi, file, took.ms());
+  else
+    log::debug("plugin host: refused {}: {}", file, rec.reason);
   if (rec.loaded) libraries_.push_back(std::move(lib));
   records_.push_back(std::move(rec));
   // A plugin that did not load is unloaded here, as `lib` goes.

@@ -18,6 +18,7 @@
 #include "runfile/optimizer.h"
 #include "stage/args.h"
 #include "stage/stager.h"
+#include "util/log.h"
 
 namespace sexpgpu::runfile {
 
@@ -403,9 +404,11 @@ void check_eval_leaks(Interp& in, const Compilation& c) {
 // Every batch shape the loader gives (data::Loader::stage_rows) through the
 // curriculum's stages, the loader's own batch first, named BASE, BASE@ROWS
 // or BASE@ROWSxSEQ. `restart`: an evaluation pass, which reads its loader
-// from the start in whichever stage it runs.
+// from the start in whichever stage it runs. `per_stage` (when given and
+// there are stages) gets, for each stage, the name staged for its own batch.
 std::vector<SizedFunction> sized(Interp& in, const std::string& base, const LoaderDecl& l,
-                                 const std::vector<StageDecl>& stages, bool restart) {
+                                 const std::vector<StageDecl>& stages, bool restart,
+                                 std::vector<std::string>* per_stage = nullptr) {
   std::vector<data::StageOverrides> overrides;
   for (const StageDecl& s : stages) overrides.push_back(l.overrides_for(s.name));
   if (overrides.empty()) overrides.push_back(l.overrides_for(""));
@@ -428,6 +431,13 @@ std::vector<SizedFunction> sized(Interp& in, const std::string& base, const Load
       if (s.seq_len != own_len) suffix += "x" + std::to_string(s.seq_len);
       out.push_back({base + suffix, s.rows, s.seq_len});
     }
+  if (per_stage && !stages.empty())
+    for (const auto& stage : *shapes)
+      for (const SizedFunction& f : out)
+        if (!stage.empty() && f.rows == stage.front().rows && f.seq_len == stage.front().seq_len) {
+          per_stage->push_back(f.fn);
+          break;
+        }
   if (out.size() > kMaxBatchShapes) {
     std::string list;
     for (size_t i = 0; i < out.size() && i < 8; ++i)
@@ -534,6 +544,7 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
   if (!contract.run) return std::nullopt;
   Compilation c;
   c.out.run = *contract.run;
+  log::Stopwatch staging;
   auto span_of = [&](const char* head, const char* name) {
     for (const lisp::ReadForm& rf : forms) {
       if (!rf.form.is_cons() || !lisp::car_of(rf.form).is_symbol()) continue;
@@ -575,11 +586,16 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     });
     return std::nullopt;
   }
-  if (!step(in, c, c.train->span, "stages",
-            [&] { c.out.train_fns = sized(in, "train_step", *c.train, contract.stages, false); }))
+  std::vector<std::string> train_per_stage;
+  if (!step(in, c, c.train->span, "stages", [&] {
+        c.out.train_fns =
+            sized(in, "train_step", *c.train, contract.stages, false, &train_per_stage);
+      }))
     return std::nullopt;
   for (const StageDecl& s : contract.stages) {
-    StageInfo info{s.name, s.until.is_nil() ? "" : "until:" + s.name};
+    StageInfo info{s.name, s.until.is_nil() ? "" : "until:" + s.name, {}};
+    if (c.out.stages.size() < train_per_stage.size())
+      info.fns["train_step"] = train_per_stage[c.out.stages.size()];
     if (!s.until.is_nil())
       step(in, c, contract.curriculum_span, "until", [&] { stage_until(in, s); });
     c.out.stages.push_back(std::move(info));
@@ -598,9 +614,13 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
     const LoaderDecl* l = loaders_of(in).find(e.loader);
     if (!l) continue;
     EvalPass pass{e, {}, {}};
-    if (!step(in, c, l->span, "stages",
-              [&] { pass.fns = sized(in, "eval:" + e.name, *l, contract.stages, true); }))
+    std::vector<std::string> per_stage;
+    if (!step(in, c, l->span, "stages", [&] {
+          pass.fns = sized(in, "eval:" + e.name, *l, contract.stages, true, &per_stage);
+        }))
       continue;
+    for (size_t j = 0; j < per_stage.size() && j < c.out.stages.size(); ++j)
+      c.out.stages[j].fns["eval:" + e.name] = per_stage[j];
     for (const SizedFunction& sf : pass.fns)
       step(in, c, e.span, "eval", [&] { stage_eval(in, c, pass, *l, sf); });
     c.out.evals.push_back(std::move(pass));
@@ -638,10 +658,19 @@ std::optional<CompiledRun> compile_run(Interp& in, const std::vector<lisp::ReadF
   }
   c.out.ctx_keys.assign(ctx_keys.begin(), ctx_keys.end());
   c.out.staged = c.out.module;
+  log::info("compile: staged {} functions ({} diagnostic) in {:.1f} ms",
+            c.out.module.functions.size(),
+            c.out.diagnostics ? c.out.diagnostics->module.functions.size() : 0, staging.ms());
+  for (const ir::Function& fn : c.out.module.functions)
+    log::trace("compile: staged {}: {} nodes", fn.name, fn.nodes.size());
   std::string err;
+  log::Stopwatch optimizing;
   for (ir::Function& fn : c.out.module.functions)
     if (err.empty()) err = ir::optimize(c.out.module, fn);
+  log::info("compile: optimized in {:.1f} ms", optimizing.ms());
+  log::Stopwatch verifying;
   if (err.empty()) err = ir::verify(c.out.module);
+  log::info("compile: verified in {:.1f} ms", verifying.ms());
   if (!err.empty()) {
     step(in, c, contract.run->span, "verify", [&] {
       // A pass broke the IR: a bug in SexpGPU, not in the file.

@@ -12,6 +12,7 @@
 #include "runfile/model.h"
 #include "runfile/optimizer.h"
 #include "stage/stager.h"
+#include "util/log.h"
 
 namespace sexpgpu::runfile {
 
@@ -33,7 +34,9 @@ Session::Session(const Limits& limits) {
   runfile::register_compile(*interp);
   // The prelude is ours: it loads under the default limits, and the user's
   // limits (and heap accounting) start with the user's file.
+  log::Stopwatch prelude;
   load_prelude(*interp);
+  log::debug("compile: prelude loaded in {:.1f} ms", prelude.ms());
   interp->limits = limits;
   stage::stager_of(*interp).node_limit = limits.ir_nodes;
   interp->reset_heap_accounting();
@@ -57,10 +60,15 @@ bool Session::load_file(const std::string& path, std::string* io_error) {
 }
 
 void Session::load_source(const std::string& path, std::string text) {
+  size_t bytes = text.size();
   uint32_t id = sources.add(path, std::move(text));
   std::string saved = interp->current_file;
   interp->current_file = path;
+  log::Stopwatch took;
   std::vector<ReadForm> forms = read_file_forms(*interp, id);
+  log::info("compile: read {} ({} bytes, {} forms) in {:.1f} ms", path, bytes, forms.size(),
+            took.ms());
+  log::Stopwatch evaluating;
   // The first file is the run file: its selection is read before it runs.
   bool run_file = !selection_read_;
   if (run_file) {
@@ -68,6 +76,7 @@ void Session::load_source(const std::string& path, std::string text) {
     select::preread(*interp, forms, selection());
   }
   for (const ReadForm& rf : forms) interp->eval_toplevel(rf.form, nullptr, &rf.span);
+  log::info("compile: evaluated {} in {:.1f} ms", path, evaluating.ms());
   if (run_file) {
     select::warn_unused(*interp, forms, selection());
     is_run_file = runfile::is_run_file(forms);
@@ -78,9 +87,12 @@ void Session::load_source(const std::string& path, std::string text) {
 
 void Session::compile() {
   if (!is_run_file) return;
+  log::Stopwatch took;
   runfile::check_contract_forms(*interp, forms);
   std::optional<runfile::CompiledRun> run = runfile::compile_run(*interp, forms, {reducer_plugins});
   if (run) compiled = std::make_shared<runfile::CompiledRun>(std::move(*run));
+  log::info("compile: {} in {:.1f} ms", compiled ? "compiled the run file" : "compile failed",
+            took.ms());
 }
 
 bool Session::eval_string(const std::string& name, const std::string& text,

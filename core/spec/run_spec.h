@@ -129,6 +129,11 @@ struct EvalPass {
 struct StageInfo {
   std::string name;
   std::string until_fn;  // "until:NAME": ctx inputs -> until (f32, 1 when it holds)
+  // The function staged for this stage's own batch (its :batch and
+  // :seq-len), by base name: "train_step" -> "train_step@8", "eval:val" ->
+  // "eval:val@8" (ir --stage; the remainders a stage can also give are
+  // the base's other variants).
+  std::map<std::string, std::string> fns;
 };
 
 // defrun's :target, `(METRIC OP VALUE)` with OP one of >= > <= < = (checked

@@ -2,6 +2,7 @@
 #include "train/device.h"
 
 #include "ir/abi_dtype.h"
+#include "util/log.h"
 
 namespace sexpgpu::train {
 
@@ -47,8 +48,10 @@ Result<std::unique_ptr<Device>> Device::open(const host::PluginHost& plugins,
     return fail("E-DEVICE",
                 "device " + name + " is not available: " + d->probe_.value("reason", ""));
   std::string opts = options.dump();
+  log::Stopwatch took;
   if (Status s = d->take(api->open(opts.data(), opts.size(), &d->device_), "open"); !s)
     return s.failed();
+  log::info("device: opened {} {} ({}) in {:.1f} ms", name, record->version, opts, took.ms());
   return d;
 }
 
@@ -88,10 +91,12 @@ Result<std::unique_ptr<Program>> Device::compile(const std::string& ir_json,
   const char* report = nullptr;
   size_t report_len = 0;
   uint64_t plan = 0;
+  log::Stopwatch took;
   Status s = take(api_->compile(device_, ir_json.data(), ir_json.size(), fn.name.data(),
                                 fn.name.size(), &p, &report, &report_len, &plan),
                   "compile");
   if (!s) return fail(s.code(), s.error() + " (function " + fn.name + ")");
+  log::debug("lower: {} on {} in {:.1f} ms ({} nodes)", fn.name, name_, took.ms(), fn.nodes.size());
   return std::make_unique<Program>(this, p, fn, report ? std::string(report, report_len) : "",
                                    plan);
 }

@@ -16,6 +16,7 @@
 #include "train/memory_plan.h"
 #include "train/trainer_impl.h"
 #include "util/atomic_file.h"
+#include "util/log.h"
 
 namespace sexpgpu::train {
 
@@ -182,8 +183,15 @@ Status Trainer::check_memory() {
   const json& have = devices[ordinal].value("memory_bytes", json(nullptr));
   if (!have.is_number_unsigned() && !have.is_number_integer()) return ok_status();
   std::string name = device_->name() + (devices.size() > 1 ? ":" + std::to_string(ordinal) : "");
-  if (std::optional<std::string> e =
-          memory_shortfall(plan_run_memory(run_), have.get<uint64_t>(), name))
+  RunMemory plan = plan_run_memory(run_);
+  log::info(
+      "memory plan: {} total (parameters {}, gradients {}, optimizer state {}, "
+      "activations {} at {}, workspace {}) of {} on {}",
+      bytes_text(uint64_t(plan.total())), bytes_text(uint64_t(plan.parameters)),
+      bytes_text(uint64_t(plan.gradients)), bytes_text(uint64_t(plan.optimizer_state)),
+      bytes_text(uint64_t(plan.activations)), plan.step_function,
+      bytes_text(uint64_t(plan.workspace)), bytes_text(have.get<uint64_t>()), name);
+  if (std::optional<std::string> e = memory_shortfall(plan, have.get<uint64_t>(), name))
     return fail("E-MEMORY", *e);
   return ok_status();
 }
@@ -191,9 +199,22 @@ Status Trainer::check_memory() {
 // Every loader's data in memory (each source loads once, whoever asks
 // first), so a missing or unreadable file stops the run before it starts.
 Status Trainer::load_data() {
-  for (const spec::LoaderDecl& decl : run_.loaders.decls)
+  for (const spec::LoaderDecl& decl : run_.loaders.decls) {
+    log::Stopwatch took;
     if (data::Status st = decl.source->load(); !st)
       return fail("E-LOADER-SOURCE", "loader " + decl.name + ": " + st.error());
+    // The bytes of its files on disk (a synthetic source has none: it is
+    // computed on demand); a source two loaders share loads once.
+    uint64_t bytes = 0;
+    std::error_code ec;
+    for (const fs::path& f : decl.source->files())
+      if (uintmax_t n = fs::file_size(f, ec); !ec) bytes += n;
+    log::info("data: loader {}: {} ({} examples, {} files, {} bytes) loaded in {:.1f} ms",
+              decl.name, decl.source->description(), decl.source->size(),
+              decl.source->files().size(), bytes, took.ms());
+    for (const fs::path& f : decl.source->files())
+      log::debug("data: loader {} reads {}", decl.name, f.string());
+  }
   return ok_status();
 }
 
@@ -243,11 +264,14 @@ std::optional<int> device_ordinal(const std::string& spec) {
 }
 
 Status Trainer::compile() {
+  log::Stopwatch took;
   for (const ir::Function& fn : run_.module.functions) {
     Result<std::unique_ptr<Program>> p = device_->compile(ir_json_, fn);
     if (!p) return fail(device_failure_code(p.error()), p.error());
     programs_[fn.name].program = std::move(p).value();
   }
+  log::info("lower: {} functions compiled for {} in {:.1f} ms", run_.module.functions.size(),
+            device_->name(), took.ms());
   return ok_status();
 }
 

@@ -5,6 +5,7 @@
 
 #include "run/checkpoint.h"
 #include "train/trainer_impl.h"
+#include "util/log.h"
 
 namespace sexpgpu::train {
 
@@ -60,6 +61,8 @@ Status Trainer::checkpoint() {
   Result<run::CheckpointWritten> w =
       run::write_checkpoint(opt_.run_dir + "/checkpoints", content, options);
   if (!w) return fail("E-IO", w.error());
+  log::info("checkpoint: step {} written to {} ({} bytes) in {:.1f} ms; {} kept, {} removed", step_,
+            w->path, w->bytes, w->ms, w->kept.size(), w->removed.size());
   (void)events_->checkpoint(step_, w->path, w->bytes, w->ms, w->kept, w->removed);
   (void)status_->on_checkpoint(step_, w->path);
   (void)status_->set_state("running");

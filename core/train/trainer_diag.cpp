@@ -8,6 +8,7 @@
 #include "ir/passes.h"
 #include "train/diag_values.h"
 #include "train/trainer_impl.h"
+#include "util/log.h"
 
 namespace sexpgpu::train {
 
@@ -124,8 +125,11 @@ Status Trainer::prepare_diagnostics() {
         }
     return ok_status();
   };
+  log::Stopwatch took;
   for (const ir::Function& fn : module->functions)
     if (Status e = compile(fn); !e) return e;
+  log::info("lower: {} diagnostic functions compiled in {:.1f} ms", module->functions.size(),
+            took.ms());
   diag_ = std::move(rt);
   return ok_status();
 }

@@ -79,16 +79,24 @@ printf '[log]\nlevel = "loud"\n' >"$CFG"
 check wrong-level-exit-2 $(($? != 2)) "$TMP/err"
 grep -qF "E-CONFIG $CFG:2:9: [log] level is \"loud\"" "$TMP/err"
 check wrong-level-message $? "$TMP/err"
-# SEXPGPU_CONFIG names a file that is not there; SEXPGPU_LOG a level that is none.
+# SEXPGPU_CONFIG names a file that is not there.
 SEXPGPU_CONFIG="$TMP/absent.toml" "$BIN" doctor >/dev/null 2>"$TMP/err"
 check named-missing-exit-2 $(($? != 2)) "$TMP/err"
 grep -qxF "sexpgpu doctor: E-CONFIG $TMP/absent.toml: no such file (named by SEXPGPU_CONFIG)" "$TMP/err"
 check named-missing-message $? "$TMP/err"
 : >"$CFG"
+# A log level that is none is skipped with a warning: the verb goes on,
+# with the config file's [log] level next.
+printf '[log]\nlevel = "info"\n' >"$CFG"
 SEXPGPU_LOG=loud "$BIN" doctor >/dev/null 2>"$TMP/err"
-check bad-log-env-exit-2 $(($? != 2)) "$TMP/err"
-grep -qF "E-CONFIG SEXPGPU_LOG=loud: the log level is" "$TMP/err"
+check bad-log-env-exit-0 $(($? != 0)) "$TMP/err"
+grep -qF "warning: SEXPGPU_LOG=loud is not a log level" "$TMP/err"
 check bad-log-env-message $? "$TMP/err"
+grep -q "info\] " "$TMP/err"
+check bad-log-env-config-level $? "$TMP/err"
+SEXPGPU_LOG=loud "$BIN" doctor --json 2>/dev/null | jq -e '.settings[] | select(.name == "log.level") | .value == "info" and .source == "config file"' >/dev/null
+check bad-log-env-table $? "$TMP/err"
+: >"$CFG"
 
 # Unknown keys and tables: W-CONFIG on standard error, the verb works; a
 # credential is ignored and its value never shown.

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cuda/check.h"
+#include "sexpgpu/sdk/log.h"
 #include "util/embedded.h"
 
 namespace sexpgpu::cuda {
@@ -145,11 +146,22 @@ std::string NvrtcCache::build(bool load) {
   std::string source = prelude();
   for (const std::string& s : pending_sources_) source += "\n" + s;
   std::vector<char> image;
+  const int hits = stats_.cache_hits;
+  const double ms = stats_.compile_ms;
   std::string e = compile(source, image);
   std::vector<std::shared_ptr<GeneratedKernel>> kernels = std::move(pending_);
   pending_.clear();
   pending_sources_.clear();
   if (!e.empty()) return e;
+  // Through the host's log (the plugin has no logger of its own).
+  if (stats_.cache_hits > hits)
+    sdk::log(SG_LOG_DEBUG, "nvrtc: " + std::to_string(kernels.size()) + " kernels for sm_" +
+                               std::to_string(arch_) + " from the cache in " + cache_directory());
+  else
+    sdk::log(SG_LOG_INFO, "nvrtc: compiled " + std::to_string(kernels.size()) + " kernels for sm_" +
+                              std::to_string(arch_) + " in " +
+                              std::to_string(int64_t(stats_.compile_ms - ms)) + " ms" +
+                              (cache_directory().empty() ? " (no cache directory)" : ""));
   stats_.kernels += int(kernels.size());
   if (!load) return {};
   cudaLibrary_t library = nullptr;

@@ -16,6 +16,7 @@
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -26,6 +27,7 @@
 #include "cuda/kernels/matmul_launch.h"
 #include "kernel.h"
 #include "plan/geometry.h"
+#include "sexpgpu/sdk/log.h"
 
 namespace sexpgpu::cuda {
 namespace {
@@ -349,7 +351,15 @@ std::optional<cublasLtMatmulAlgo_t> fastest(const LtPlan& p, const Context& ctx,
       if (!ms) return std::nullopt;
       best[i] = std::min(best[i], *ms);
     }
-  return usable[size_t(std::min_element(best.begin(), best.end()) - best.begin())];
+  size_t chosen = size_t(std::min_element(best.begin(), best.end()) - best.begin());
+  // The choice, through the host's log: which of the heuristic's order won.
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "autotune: algorithm %zu of %zu usable (%zu asked) in %.3f ms, the heuristic's "
+                "first %.3f ms",
+                chosen, usable.size(), algos.size(), double(best[chosen]), double(best[0]));
+  sexpgpu::sdk::log(SG_LOG_DEBUG, line);
+  return usable[chosen];
 }
 
 // The algorithms chosen by timing, per device handle and product
@@ -380,9 +390,13 @@ std::string choose_algorithm(LtPlan& p, const Context& ctx, const Extents& n, DT
   TunedCache& cache = tuned_cache();
   std::lock_guard lock(cache.mutex);
   auto [it, fresh] = cache.chosen.try_emplace(key, algos.front());
-  if (fresh)
+  if (fresh) {
+    sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing " + product);
     if (std::optional<cublasLtMatmulAlgo_t> best = fastest(p, ctx, algos, n, in, out))
       it->second = *best;
+    else
+      sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing could not run; the heuristic's first");
+  }
   p.algo = it->second;
   return {};
 }

@@ -9,6 +9,7 @@
 
 #include "sexpgpu/plugin.h"
 #include "sexpgpu/sdk/errors.h"
+#include "sexpgpu/sdk/log.h"
 
 namespace sexpgpu::sdk {
 
@@ -30,9 +31,12 @@ inline bool host_serves(const sg_host_api* host) noexcept {
 }
 
 // The entry point's body: the plugin's description, or nullptr (declined)
-// when the core's table is not one it can use.
+// when the core's table is not one it can use. The table is kept for
+// sdk::log (log.h).
 inline const sg_plugin* serve(const sg_host_api* host, const sg_plugin& plugin) noexcept {
-  return host_serves(host) ? &plugin : nullptr;
+  if (!host_serves(host)) return nullptr;
+  served_host() = host;
+  return &plugin;
 }
 
 // The one exported function of a C++ plugin, returning `plugin` (an
