@@ -36,7 +36,7 @@ void add_log_option(CLI::App& app) {
 
 // Resolves and sets the level; `warn`: print a warning about a setting
 // that names no level (once: at the first call).
-void apply(const std::optional<std::string>& config_level, bool warn) {
+void apply_level(const std::optional<std::string>& config_level, bool warn) {
   log::LevelChoice choice =
       log::resolve_level(g_log_flag, std::getenv("SEXPGPU_LOG"), config_level);
   // --quiet silences all but errors, whatever the level asked for.
@@ -54,7 +54,7 @@ std::string log_flag() {
 }
 
 void set_log_level(const std::optional<std::string>& config_level) {
-  apply(config_level, false);
+  apply_level(config_level, false);
 }
 
 void add_log(CLI::App& app) {
@@ -63,7 +63,7 @@ void add_log(CLI::App& app) {
   // is stored (both --log and --quiet, wherever they were) and before the
   // verb's own callback: the level is in force for all the verb does.
   // The config file's [log] level joins when a verb reads the settings.
-  app.parse_complete_callback([] { apply(std::nullopt, true); });
+  app.parse_complete_callback([] { apply_level(std::nullopt, true); });
 }
 
 }  // namespace sexpgpu::cli

@@ -5,8 +5,8 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "lisp/interp.h"
 #include "runfile/session.h"

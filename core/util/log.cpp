@@ -105,8 +105,8 @@ LevelChoice resolve_level(const std::optional<std::string>& flag, const char* en
       choice.source = source;
       decided = true;
     } else if (choice.warning.empty()) {
-      choice.warning = std::string(source) + "=" + *value + " is not a log level (" + kLevelNames +
-                       "); skipped";
+      choice.warning =
+          std::string(source) + "=" + *value + " is not a log level (" + kLevelNames + "); skipped";
     }
   };
   consider("--log", flag);
