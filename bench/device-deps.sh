@@ -1,13 +1,13 @@
 #!/bin/bash
 # Fills .devdeps/ (ignored by git) with what bench/device-run.sh needs on the
 # GPU machine, which has no network: the Debian packages it lacks (TOML++,
-# CLI11 and zlib headers, OpenBLAS and its Fortran runtime; unpacked there
+# its library, CLI11 and zlib headers, OpenBLAS and its Fortran runtime; unpacked there
 # with dpkg -x, never into /) and the examples' data (Fashion-MNIST, the
 # fortunes charlm reads). Run here, as root, from the repository root; then
 # name .devdeps in the device tool's `carry`.
 set -eu
 mkdir -p .devdeps/debs .devdeps/data/fashion-mnist .devdeps/data/fortunes
-(cd .devdeps/debs && apt-get download libtomlplusplus-dev libcli11-dev zlib1g-dev \
+(cd .devdeps/debs && apt-get download libtomlplusplus-dev libtomlplusplus3 libcli11-dev zlib1g-dev \
   libopenblas0-pthread libopenblas-pthread-dev libopenblas-dev libgfortran5 libquadmath0)
 cp /usr/share/datasets/fashion-mnist/*.gz .devdeps/data/fashion-mnist/
 for f in cookie computers definitions people; do
