@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -144,8 +145,9 @@ std::string prepare_run_dir(const std::string& dir, bool resume, bool fresh, int
 }
 
 // A --device value: cpu, auto, or a plugin's name with an optional :N.
+// A list (cuda:0,1) passes here: the run refuses it (several_processes_or_devices).
 std::string device_problem(const std::string& spec) {
-  if (spec.empty() || spec == "auto" || spec == "cpu") return "";
+  if (spec.empty() || spec == "auto" || spec == "cpu" || spec.find(',') != spec.npos) return "";
   size_t colon = spec.find(':');
   std::string name = spec.substr(0, colon);
   if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != name.npos)
@@ -154,6 +156,31 @@ std::string device_problem(const std::string& spec) {
   if (colon != std::string::npos && !train::device_ordinal(spec))
     return "'" + spec + "': the ordinal after ':' takes 0 to " + std::to_string(train::kMaxOrdinal);
   return "";
+}
+
+// Training across several devices or processes is not built yet (docs/run.md,
+// "Several devices"): "" when this run is one process on one device, else the
+// refusal. Refused, not ignored: N processes a launcher started would
+// otherwise each train a full copy into the same run directory.
+std::string several_processes_or_devices(const std::string& device, const config::Setting& world) {
+  if (device.find(',') != device.npos)
+    return "--device " + device +
+           ": training on several devices at once is not built yet\n  fix: train on one "
+           "(cuda:N), or run a sweep's points side by side with sweep --jobs N";
+  const std::string& n = *world.value;
+  uint64_t size = 0;
+  auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), size);
+  bool whole = ec == std::errc() && end == n.data() + n.size() && size >= 1;
+  if (whole && size == 1) return "";
+  return world.origin + "=" + n + ": " +
+         (whole ? "this process is one of " + n +
+                      " that a launcher started, and training "
+                      "across processes is not built yet; each would train a full copy into the "
+                      "same run directory"
+                : std::string("the world size must be a whole number")) +
+         "\n  fix: start one process (unset " + world.origin +
+         "), or launch a sweep's points "
+         "as separate runs";
 }
 
 }  // namespace
@@ -266,6 +293,11 @@ void add_run(CLI::App& app, int& exit_code) {
              ->device({opts->device, ""},
                       compiled.run.device_given ? std::optional(compiled.run.device) : std::nullopt)
              .value;
+    if (std::string e = several_processes_or_devices(ro.device, settings->world_size());
+        !e.empty()) {
+      refuse(kUsage, "E-UNSUPPORTED", e, nullptr);
+      return;
+    }
     ro.threads = opts->threads;
     ro.deterministic = opts->deterministic;
     ro.steps = opts->steps;
