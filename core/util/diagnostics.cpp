@@ -124,24 +124,26 @@ static void render_location(const SourceMap& sources, Span span, std::string& ou
   out += '\n';
 }
 
+// "path:line:col", or "path" alone for a diagnostic of the whole file (line
+// 0: a selection flag on the command line names no form of it).
+static std::string position(const SourceMap& sources, Span s) {
+  const SourceFile& f = sources.file(s.file);
+  if (s.line == 0) return f.path;
+  return f.path + ":" + std::to_string(s.line) + ":" + std::to_string(s.col);
+}
+
 std::string render_human(const SourceMap& sources, const Diagnostic& d, bool color) {
   std::string out;
   const char* bold = color ? "\x1b[1m" : "";
   const char* red = color ? (d.severity == Severity::Error ? "\x1b[1;31m" : "\x1b[1;35m") : "";
   const char* reset = color ? "\x1b[0m" : "";
-  if (d.span.valid()) {
-    const SourceFile& f = sources.file(d.span.file);
-    out += bold + f.path + ":" + std::to_string(d.span.line) + ":" + std::to_string(d.span.col) +
-           ": " + reset;
-  }
+  if (d.span.valid()) out += bold + position(sources, d.span) + ": " + reset;
   out += std::string(red) + d.code + reset + " " + d.message + "\n";
   render_location(sources, d.span, out);
   if (!d.fix.empty()) out += "  fix: " + d.fix + "\n";
   for (const DiagNote& n : d.notes) {
     if (n.span.valid()) {
-      const SourceFile& f = sources.file(n.span.file);
-      out += "  note: " + f.path + ":" + std::to_string(n.span.line) + ":" +
-             std::to_string(n.span.col) + ": " + n.message + "\n";
+      out += "  note: " + position(sources, n.span) + ": " + n.message + "\n";
     } else {
       out += "  note: " + n.message + "\n";
     }
@@ -151,7 +153,13 @@ std::string render_human(const SourceMap& sources, const Diagnostic& d, bool col
 
 static nlohmann::json span_json(const SourceMap& sources, Span s) {
   nlohmann::json j;
-  if (s.valid()) {
+  if (s.valid() && s.line == 0) {  // the whole file: no position in it
+    j["file"] = sources.file(s.file).path;
+    j["line"] = nullptr;
+    j["col"] = nullptr;
+    j["end_line"] = nullptr;
+    j["end_col"] = nullptr;
+  } else if (s.valid()) {
     j["file"] = sources.file(s.file).path;
     j["line"] = s.line;
     j["col"] = s.col;
