@@ -6,9 +6,11 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <sstream>
 
 #include "cli/settings.h"
 #include "cli/verbs.h"
@@ -154,6 +156,18 @@ bool LimitFlags::request(select::Request& out) const {
     out.sets.push_back({s.substr(0, eq), s.substr(eq + 1)});
   }
   return true;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 namespace {

@@ -32,11 +32,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 json shape_json(const ir::Shape& s) {
   return json(std::vector<int64_t>(s.begin(), s.end()));
 }

@@ -24,11 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Byte offset of 1-based line `line`, character column `col` (the reader's
 // spans count UTF-8 characters).
 size_t byte_offset(const SourceFile& f, uint32_t line, uint32_t col) {

@@ -31,18 +31,6 @@ constexpr int64_t kMaxThreads = 4096;
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // The selection as selection.json and the open event record it.
 nlohmann::json selection_json(lisp::Interp& in, const select::Selection& sel,
                               const std::string& slug) {

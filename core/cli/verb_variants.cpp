@@ -12,11 +12,6 @@ namespace sexpgpu::cli {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // The slug of sweep point i on top of the file's defaults.
 std::string point_slug(lisp::Interp& in, const select::Selection& sel, const select::Sweep& sw,
                        size_t i, const std::string& stem) {

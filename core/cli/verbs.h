@@ -90,6 +90,11 @@ nlohmann::json diagnostics_json(const runfile::Session& s);
 nlohmann::json bare_diagnostic(const std::string& code, const std::string& message,
                                const std::string& file = "");
 
+// A name as the Lisp's symbols print it, lower-cased (knobs, sweeps).
+std::string lower(std::string s);
+// A file's bytes ("" when it cannot be read).
+std::string read_text(const std::string& path);
+
 // The process's command line as typed (argv), for run's records.
 const std::vector<std::string>& command_line();
 void set_command_line(int argc, char** argv);
