@@ -158,6 +158,14 @@ bool LimitFlags::request(select::Request& out) const {
   return true;
 }
 
+nlohmann::json unreadable_file_json(const std::string& file) {
+  std::error_code ec;
+  std::string why = !std::filesystem::exists(file, ec)        ? ": no such file"
+                    : std::filesystem::is_directory(file, ec) ? ": a directory, not a file"
+                                                              : "";
+  return nlohmann::json::array({bare_diagnostic("E-IO", "cannot read " + file + why, file)});
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   return s;

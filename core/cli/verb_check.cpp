@@ -42,6 +42,7 @@ void add_check(CLI::App& app, int& exit_code) {
         return;
       }
       if (!load_or_report(*s, file, "check")) {
+        if (opts->json) std::cout << unreadable_file_json(file).dump(2) << "\n";
         exit_code = kUsage;
         return;
       }

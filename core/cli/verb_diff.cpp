@@ -454,7 +454,10 @@ void add_diff(CLI::App& app, int& exit_code) {
     nlohmann::json failures = nlohmann::json::array();
     for (Side& s : sides) {
       s.session = s.flags.load(s.file, "diff", exit_code, true, true, reducers);
-      if (!s.session) return;  // unreadable: a usage error, said
+      if (!s.session) {  // unreadable: a usage error, said
+        if (json_out) std::cout << unreadable_file_json(s.file).dump(2) << "\n";
+        return;
+      }
       if (s.session->sink.error_count()) {
         for (auto& d : diagnostics_json(*s.session)) failures.push_back(d);
       } else if (!s.session->is_run_file || !s.session->compiled) {

@@ -568,12 +568,7 @@ void add_explain(CLI::App& app, int& exit_code) {
     std::unique_ptr<runfile::Session> s =
         opts->limits.load(opts->file, "explain", exit_code, true, true, lazy_reducer_plugins());
     if (!s) {
-      std::error_code ec;
-      fail_json(nlohmann::json::array(
-          {bare_diagnostic("E-IO",
-                           "cannot read " + opts->file +
-                               (std::filesystem::exists(opts->file, ec) ? "" : ": no such file"),
-                           opts->file)}));
+      fail_json(unreadable_file_json(opts->file));
       return;
     }
     if (s->sink.error_count() > 0 || !s->is_run_file || !s->compiled) {

@@ -139,13 +139,18 @@ void add_ir(CLI::App& app, int& exit_code) {
     if (!settings_or_report("ir", exit_code)) return;
     std::unique_ptr<runfile::Session> s =
         opts->limits.load(opts->file, "ir", exit_code, true, true, lazy_reducer_plugins());
-    if (!s) return;
+    if (!s) {
+      if (opts->json) std::cout << unreadable_file_json(opts->file).dump(2) << "\n";
+      return;
+    }
     // The process ends after the verb; the OS frees the heap.
     struct Leak {
       std::unique_ptr<runfile::Session>& s;
       ~Leak() { (void)s.release(); }
     } leak{s};
     if (s->sink.error_count()) {
+      // With --json a file with errors is check --json's list, as explain gives it.
+      if (opts->json) std::cout << diagnostics_json(*s).dump(2) << "\n";
       exit_code = kFileErrors;
       return;
     }

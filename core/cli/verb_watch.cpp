@@ -204,6 +204,7 @@ void add_watch(CLI::App& app, int& exit_code) {
       std::cerr << "sexpgpu watch: cannot read " << opts->file
                 << (fs::exists(opts->file, ec) ? ": a directory, not a file" : ": no such file")
                 << "\n";
+      if (opts->json) std::cout << unreadable_file_json(opts->file).dump() << "\n";
       exit_code = kUsage;
       return;
     }

@@ -95,6 +95,10 @@ std::string lower(std::string s);
 // A file's bytes ("" when it cannot be read).
 std::string read_text(const std::string& path);
 
+// What --json prints for a file a verb cannot read: check --json's list
+// with one E-IO diagnostic ("cannot read FILE: no such file").
+nlohmann::json unreadable_file_json(const std::string& file);
+
 // The process's command line as typed (argv), for run's records.
 const std::vector<std::string>& command_line();
 void set_command_line(int argc, char** argv);

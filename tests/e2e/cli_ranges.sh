@@ -231,6 +231,16 @@ expect explain-json-fails 1 $?
 check explain-json-diagnostics 'type == "array" and .[0].code == "E-ARITY" and .[0].line == 2 and has(0)' "$TMP/out"
 "$BIN" explain "$TMP/missing.lisp" --json >"$TMP/out" 2>"$TMP/err"
 check explain-json-missing '.[0].code == "E-IO" and (.[0].message | endswith("no such file"))' "$TMP/out"
+# So does every verb that reads a run file, for a file it cannot read, and
+# ir for a file with errors.
+for verb in check ir watch "diff $RUNFILE"; do
+  "$BIN" $verb "$TMP/missing.lisp" --json >"$TMP/out" 2>"$TMP/err"
+  expect "json-missing-${verb%% *}" 2 $?
+  check "json-missing-${verb%% *}-doc" '.[0].code == "E-IO" and .[0].file != null and (.[0].message | endswith("no such file"))' "$TMP/out"
+done
+"$BIN" ir "$TMP/bad.lisp" --json >"$TMP/out" 2>"$TMP/err"
+expect ir-json-fails 1 $?
+check ir-json-diagnostics 'type == "array" and .[0].code == "E-ARITY" and .[0].line == 2' "$TMP/out"
 
 # run --json that fails: every line an event, the last a close with the error.
 "$BIN" run "$TMP/bad.lisp" --json >"$TMP/out" 2>"$TMP/err"
