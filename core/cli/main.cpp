@@ -1,5 +1,6 @@
 // sexpgpu: the one binary. Parses the command line (CLI11) on a thread with a
 // large stack and dispatches to the verbs.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -164,6 +165,12 @@ nlohmann::json unreadable_file_json(const std::string& file) {
                     : std::filesystem::is_directory(file, ec) ? ": a directory, not a file"
                                                               : "";
   return nlohmann::json::array({bare_diagnostic("E-IO", "cannot read " + file + why, file)});
+}
+
+bool live_process_here(int64_t pid, const std::string& host) {
+  char here[256] = {};
+  gethostname(here, sizeof here - 1);
+  return pid > 0 && host == here && ::kill(pid_t(pid), 0) == 0;
 }
 
 std::string lower(std::string s) {

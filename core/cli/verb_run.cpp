@@ -92,10 +92,7 @@ bool run_started(const std::string& dir) {
     if (e.value("kind", "") == "open") return true;
   nlohmann::json status = nlohmann::json::parse(read_text(dir + "/status.json"), nullptr, false);
   if (status.is_object() && status.value("exit_code", nlohmann::json(nullptr)).is_null()) {
-    int64_t pid = status.value("pid", int64_t(0));
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    if (pid > 0 && status.value("host", "") == host && ::kill(pid_t(pid), 0) == 0) return true;
+    if (live_process_here(status.value("pid", int64_t(0)), status.value("host", ""))) return true;
   }
   return false;
 }

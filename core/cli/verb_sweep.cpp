@@ -65,9 +65,7 @@ void decide(SweepPoint& p, bool fresh) {
   if (status.is_object() && !run::is_final_state(state) &&
       status.value("exit_code", ojson(nullptr)).is_null()) {
     int64_t pid = status.value("pid", int64_t(0));
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    if (pid > 0 && status.value("host", "") == host && ::kill(pid_t(pid), 0) == 0) {
+    if (live_process_here(pid, status.value("host", ""))) {
       p.action = "busy", p.state = state;
       p.error = {{"code", "E-RUN-EXISTS"},
                  {"message", p.run_dir + " is being run by process " + std::to_string(pid)}};

@@ -90,6 +90,10 @@ nlohmann::json diagnostics_json(const runfile::Session& s);
 nlohmann::json bare_diagnostic(const std::string& code, const std::string& message,
                                const std::string& file = "");
 
+// Whether a status file's `pid` and `host` name a process alive on this
+// host: a run still going elsewhere (run and sweep leave its directory alone).
+bool live_process_here(int64_t pid, const std::string& host);
+
 // A name as the Lisp's symbols print it, lower-cased (knobs, sweeps).
 std::string lower(std::string s);
 // A file's bytes ("" when it cannot be read).
