@@ -8,5 +8,5 @@ apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config git ca-certificates \
   libspdlog-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev \
   libboost-dev libboost-filesystem-dev catch2 libcli11-dev \
-  libopenblas-dev zlib1g-dev libcurl4-openssl-dev libedit-dev jq \
+  libopenblas-dev zlib1g-dev libcurl4-openssl-dev libedit-dev jq libgloo-dev \
   dataset-fashion-mnist fortunes

@@ -18,6 +18,9 @@
  * Changelog (one entry per minor version):
  *  1.0  initial: sg_plugin, sg_host_api, sg_device_api, sg_sink_api,
  *       sg_reducer_api, sg_error, sg_extension_base.
+ *  1.1  sg_host_store on sg_host_api's extension chain (the run's
+ *       key-value store, for plugins that reach other processes); device
+ *       `open` options may carry "world"; the IR's all_reduce op.
  */
 #ifndef SEXPGPU_PLUGIN_H_
 #define SEXPGPU_PLUGIN_H_
@@ -30,7 +33,7 @@ extern "C" {
 #endif
 
 #define SG_ABI_MAJOR 1
-#define SG_ABI_MINOR 0
+#define SG_ABI_MINOR 1
 
 /* Exported with default visibility even under -fvisibility=hidden. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -113,8 +116,31 @@ typedef struct sg_host_api {
   /* Nonzero once the run is being stopped; long calls should poll it and
    * return an SG_ERROR_CANCELLED error. Safe from any thread. */
   int (*cancelled)(void* host_data);
-  const sg_extension_base* extension; /* NULL in 1.0 */
+  const sg_extension_base* extension; /* 1.1: an sg_host_store */
 } sg_host_api;
+
+/* ---- 1.1: the run's key-value store, for a plugin that reaches the other
+ * processes of a run (the rendezvous: Gloo's Store, the NCCL unique id).
+ * Rank 0's core serves it on the world's master address; every rank's core
+ * is its client. Keys and values are bytes, borrowed for the call. Both
+ * calls return 0 on success; otherwise nonzero, and *out_message (owned by
+ * the host, valid until the next call of this table on the same thread)
+ * says why: no world (a run of one process), the timeout passed, the
+ * master is gone. Safe from any thread. ---- */
+#define SG_EXTENSION_HOST_STORE 1u
+typedef struct sg_host_store {
+  sg_extension_base base; /* type SG_EXTENSION_HOST_STORE */
+  void* store_data;       /* opaque; pass it back to the calls below */
+  /* Sets `key` to `value` for every rank; a key is set once. */
+  int (*set)(void* store_data, const char* key, size_t key_len, const void* value, size_t value_len,
+             const char** out_message /* out */, size_t* out_message_len /* out */);
+  /* Waits until `key` is set, at most timeout_ms (0: the run's rank
+   * timeout), then gives its value: *out_value is host-owned, valid until
+   * the next call of this table on the same thread. */
+  int (*get)(void* store_data, const char* key, size_t key_len, int64_t timeout_ms,
+             const void** out_value /* out */, size_t* out_value_len /* out */,
+             const char** out_message /* out */, size_t* out_message_len /* out */);
+} sg_host_store;
 
 /* The description a plugin returns. Static storage in the plugin: the core
  * reads it while the plugin is loaded and never frees it. */
@@ -187,7 +213,11 @@ typedef struct sg_device_api {
    * memory_bytes,compute_capability,driver}],"count":n}. */
   sg_error* (*probe)(const char** out_json /* out */, size_t* out_len /* out */);
   /* Options JSON (ordinals, precision mode, deterministic) borrowed for the
-   * call; *out_device plugin-owned until `close`. */
+   * call; *out_device plugin-owned until `close`. 1.1: a run of several
+   * processes adds "world": {"rank", "size", "local_rank", "master"
+   * ("host:port"), "timeout_ms"}; all_reduce, broadcast and the IR's
+   * all_reduce op then reach every rank (through sg_host_store's
+   * rendezvous). A device that cannot fails with SG_ERROR_UNIMPLEMENTED. */
   sg_error* (*open)(const char* options_json, size_t options_len,
                     sg_device** out_device /* out */);
   /* Frees the device and every program and buffer still on it. */
@@ -255,6 +285,7 @@ SG_STATIC_ASSERT(sizeof(sg_plugin) == 48, sg_plugin_size);
 SG_STATIC_ASSERT(sizeof(sg_sink_api) == 72, sg_sink_api_size);
 SG_STATIC_ASSERT(sizeof(sg_reducer_api) == 88, sg_reducer_api_size);
 SG_STATIC_ASSERT(sizeof(sg_device_api) == 152, sg_device_api_size);
+SG_STATIC_ASSERT(sizeof(sg_host_store) == 48, sg_host_store_size);
 #endif
 
 #ifdef __cplusplus
