@@ -15,6 +15,8 @@
 
 namespace sexpgpu::cpu {
 
+class Collective;  // collective.h
+
 // Reads inputs[i] (dense row-major, of the request's input types) and writes
 // output. Returns "" or a run-time error (e.g. an id out of range in take).
 using KernelFn = std::function<std::string(const void* const* inputs, void* output)>;
@@ -33,6 +35,9 @@ struct KernelRequest {
   // matmul: operand i (typed above as the op sees it) is stored with its
   // last two axes swapped (lower.h, fold_transposes).
   std::array<bool, 2> transposed{};
+  // The other processes of the run (collective.h), for all_reduce; null: a
+  // world of one.
+  Collective* collective = nullptr;
 };
 
 using KernelResult = ir::Result<Kernel>;

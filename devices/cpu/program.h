@@ -26,8 +26,13 @@ struct HostTensor {
   std::vector<double> to_doubles() const;
 };
 
+class Collective;  // collective.h
+
 struct Options {
   int threads = 0;  // 0: every core the machine has
+  // The other processes of the run, for the all_reduce op; null: a world
+  // of one, where all_reduce only packs its operands.
+  std::shared_ptr<Collective> collective;
 };
 
 class Program {

@@ -18,6 +18,8 @@ class NvrtcCache;  // elementwise.cpp: generated kernels compiled once per devic
 // matrix products may use. bf16 operands always use the bf16 units.
 enum class Precision { F32, TF32, BF16 };
 
+class Collective;  // collective.h
+
 struct Context {
   // No GPU behind it: the device was opened to plan (explain --device cuda
   // on a machine without one), assuming an H200. Factories must not touch
@@ -37,6 +39,9 @@ struct Context {
   void* cublas_workspace = nullptr;      // device memory every cuBLASLt call may use
   size_t cublas_workspace_bytes = 0;
   NvrtcCache* nvrtc = nullptr;
+  // The other ranks of the run (collective.h): the nccl plugin's
+  // communicator; null for the plain cuda device, a world of one.
+  Collective* collective = nullptr;
 };
 
 }  // namespace sexpgpu::cuda
