@@ -5,7 +5,7 @@
 # on the cuda plugin, cuda_parity.py's training checks), then the benchmarks
 # against PyTorch; a short table comes last. Logs go to $OUT.
 #
-#   bench/device-run.sh [build] [test] [profile] [torch-profile] [bench]   (default: build test bench)
+#   bench/device-run.sh [build] [test] [nccl] [profile] [torch-profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
 # device tool): `bench/device-deps.sh` downloads them here. Call it without
@@ -55,7 +55,10 @@ if has build; then
     -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$LIB" \
     -DCMAKE_MODULE_LINKER_FLAGS="-Wl,-rpath-link,$LIB" \
     "${zlib[@]}" > "$LOGS/cmake.log" 2>&1 || { tail -40 "$LOGS/cmake.log"; note "configure FAILED"; }
-  if ninja -C "$BUILD" sexpgpu sexpgpu-cpu sexpgpu-cuda conformance cuda_tests \
+  # The nccl plugin is built where the toolkit has NCCL (devices/nccl).
+  nccl_target=()
+  ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^sexpgpu-nccl:' && nccl_target=(sexpgpu-nccl)
+  if ninja -C "$BUILD" sexpgpu sexpgpu-cpu sexpgpu-cuda "${nccl_target[@]}" conformance cuda_tests \
       > "$LOGS/build.log" 2>&1; then
     note "build ok in $(( $(date +%s) - start )) s"
   else
@@ -82,6 +85,16 @@ if has test; then
   rc=$?
   tail -12 "$LOGS/cuda_e2e_mt.log"
   note "cuda_parity.py with SEXPGPU_CUDA_MULTI_TENSOR=0 exit $rc"
+fi
+
+if has nccl; then
+  # The nccl device at a world of one: parity with cuda, the buckets'
+  # overlap with the backward, the per-step cost (tests/e2e/nccl_parity.py).
+  SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \
+    python3 "$SRC/tests/e2e/nccl_parity.py" "$BUILD/core/sexpgpu" "$SRC" > "$LOGS/nccl.log" 2>&1
+  rc=$?
+  tail -20 "$LOGS/nccl.log"
+  note "nccl_parity.py exit $rc"
 fi
 
 if has profile; then

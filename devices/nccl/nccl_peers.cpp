@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -108,10 +109,15 @@ class NcclPeers final : public cuda::Peers, public cuda::Collective {
     SG_NCCL_RETURN_IF_ERROR(ncclAllReduce(data, data, count, *t, ncclSum, comm_, side_), comm_);
     SG_CUDA_RETURN_IF_ERROR(cudaEventRecord(done, side_));
     pending_.push_back(done);
+    if (trace_) trace_buckets_.push_back({fork, done});
     return {};
   }
 
   std::string join(cudaStream_t stream) override {
+    if (trace_ && !pending_.empty()) {
+      trace_join_ = next_event();
+      SG_CUDA_RETURN_IF_ERROR(cudaEventRecord(trace_join_, stream));
+    }
     for (cudaEvent_t done : pending_) SG_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, done, 0));
     pending_.clear();
     used_ = 0;  // every event is joined: they may be recorded again
@@ -142,7 +148,7 @@ class NcclPeers final : public cuda::Peers, public cuda::Collective {
     auto pause = std::chrono::microseconds(20);
     for (;;) {
       cudaError_t q = cudaStreamQuery(stream);
-      if (q == cudaSuccess) return {};
+      if (q == cudaSuccess) return trace_ ? report_overlap() : std::string();
       if (q != cudaErrorNotReady) return cuda::cuda_error(q, "cudaStreamQuery");
       if (!comm_) return gone_;
       ncclResult_t async = ncclSuccess;
@@ -171,10 +177,38 @@ class NcclPeers final : public cuda::Peers, public cuda::Collective {
   cudaEvent_t next_event() {
     if (used_ == events_.size()) {
       cudaEvent_t e = nullptr;
-      if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return nullptr;
+      if (cudaEventCreateWithFlags(&e, trace_ ? cudaEventDefault : cudaEventDisableTiming) !=
+          cudaSuccess)
+        return nullptr;
       events_.push_back(e);
     }
     return events_[used_++];
+  }
+
+  // SEXPGPU_NCCL_TRACE=1 (with SEXPGPU_CUDA_GRAPHS=0: timing events are
+  // not read from graphs): after each wait, one log line per step with
+  // buckets, when each bucket's reduction was enqueued and finished and
+  // when the step's stream reached the join (the end of the backward),
+  // in ms from the first bucket; the overlap test reads it.
+  std::string report_overlap() {
+    if (trace_buckets_.empty() || !trace_join_) return {};
+    std::string line = "nccl overlap:";
+    int before = 0;
+    float join_ms = 0;
+    cudaEventElapsedTime(&join_ms, trace_buckets_.front().first, trace_join_);
+    for (const auto& [fork, done] : trace_buckets_) {
+      float a = 0, b = 0;
+      cudaEventElapsedTime(&a, trace_buckets_.front().first, fork);
+      cudaEventElapsedTime(&b, trace_buckets_.front().first, done);
+      line += " [" + std::to_string(a) + ", " + std::to_string(b) + "]";
+      before += b < join_ms;
+    }
+    line += " join " + std::to_string(join_ms) + "; " + std::to_string(before) + " of " +
+            std::to_string(trace_buckets_.size()) + " buckets reduced before the join";
+    sdk::log(SG_LOG_INFO, line);
+    trace_buckets_.clear();
+    trace_join_ = nullptr;
+    return {};
   }
 
   int rank_, size_;
@@ -185,6 +219,12 @@ class NcclPeers final : public cuda::Peers, public cuda::Collective {
   size_t used_ = 0;
   std::vector<cudaEvent_t> pending_;  // buckets not joined yet
   std::string gone_ = "the communicator was aborted";
+  const bool trace_ = [] {
+    const char* v = std::getenv("SEXPGPU_NCCL_TRACE");
+    return v && std::string(v) == "1";
+  }();
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> trace_buckets_;  // (fork, done) per bucket
+  cudaEvent_t trace_join_ = nullptr;
 };
 
 }  // namespace
