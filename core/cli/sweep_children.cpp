@@ -46,7 +46,8 @@ ChildPool::~ChildPool() {
   for (auto& [key, c] : children_) ::close(c.out);
 }
 
-bool ChildPool::start(size_t key, const std::vector<std::string>& args, std::string* error) {
+bool ChildPool::start(size_t key, const std::vector<std::string>& args, std::string* error,
+                      const Env& env) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) {
     *error = std::string("cannot make a pipe: ") + std::strerror(errno);
@@ -57,6 +58,19 @@ bool ChildPool::start(size_t key, const std::vector<std::string>& args, std::str
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
+  // The environment, made before fork: the child only calls what is safe
+  // between fork and exec.
+  std::vector<std::string> vars;
+  for (char** e = environ; *e; ++e) {
+    std::string v = *e;
+    bool replaced = false;
+    for (const auto& [name, value] : env) replaced |= v.rfind(name + "=", 0) == 0;
+    if (!replaced) vars.push_back(std::move(v));
+  }
+  for (const auto& [name, value] : env) vars.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (std::string& v : vars) envp.push_back(v.data());
+  envp.push_back(nullptr);
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -72,7 +86,7 @@ bool ChildPool::start(size_t key, const std::vector<std::string>& args, std::str
     if (::getppid() != parent) ::_exit(1);  // the sweep is already gone
     for (int sig : kForwarded) ::signal(sig, SIG_DFL);
     ::dup2(out[1], STDOUT_FILENO);
-    ::execv("/proc/self/exe", argv.data());
+    ::execve("/proc/self/exe", argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(out[1]);

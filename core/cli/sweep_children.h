@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sexpgpu::cli {
@@ -33,9 +34,12 @@ class ChildPool {
   ChildPool(const ChildPool&) = delete;
   ChildPool& operator=(const ChildPool&) = delete;
 
-  // Starts this binary with `args` (argv[1...]) under `key`; false and why
-  // when it cannot be started.
-  bool start(size_t key, const std::vector<std::string>& args, std::string* error);
+  // Starts this binary with `args` (argv[1...]) under `key`, its
+  // environment this process's with `env` set over it; false and why when
+  // it cannot be started.
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  bool start(size_t key, const std::vector<std::string>& args, std::string* error,
+             const Env& env = {});
   size_t running() const { return children_.size(); }
   // How many SIGINT/SIGTERM arrived since the pool was made.
   int stop_signals() const { return stop_signals_; }
