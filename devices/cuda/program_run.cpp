@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "check.h"
+#include "collective.h"
 #include "cuda/codegen/nvrtc_cache.h"
 #include "cuda/plan/program_plan.h"
 #include "profile.h"
@@ -138,21 +139,42 @@ std::string CudaProgram::enqueue(std::span<const void* const> inputs,
   };
   std::vector<const void*> args;
   std::vector<void*> stores;
+  // The results of forking steps (Kernel::forks) not yet joined, as byte
+  // ranges: a step that reads into one joins first.
+  std::vector<std::pair<const char*, size_t>> forked;
+  auto reads_forked = [&] {
+    for (const void* a : args)
+      for (const auto& [begin, bytes] : forked)
+        if (static_cast<const char*>(a) >= begin && static_cast<const char*>(a) < begin + bytes)
+          return true;
+    return false;
+  };
   for (size_t k = 0; k < steps_.size(); ++k) {
     const Step& s = steps_[k];
     if (profile_)
       if (std::string e = profile_->mark(k, stream); !e.empty()) return e;
     args.clear();
     for (const Slot& in : s.inputs) args.push_back(address(in));
+    if (!forked.empty() && reads_forked()) {
+      if (std::string e = ctx_.collective->join(stream); !e.empty()) return e;
+      forked.clear();
+    }
     stores.clear();
     for (const Slot& out : s.stores) stores.push_back(address(out));
     LaunchArgs launch{args.data(), address(s.output), address(s.scratch),
                       stream,      address(s.link),   stores.data()};
     if (std::string e = s.kernel.launch(launch); !e.empty())
       return node_label(fn_, s.origin, s.op) + ": " + s.kernel.name + ": " + e;
+    if (s.kernel.forks && ctx_.collective)
+      forked.push_back({static_cast<const char*>(launch.output),
+                        size_t(s.type.shape.numel().value_or(0)) * ir::size_bytes(s.type.dtype)});
     if (check_enabled())
       if (std::string e = check_step(k, launch, stream); !e.empty()) return e;
   }
+  // Every stream forked in the run joins before it ends (a captured graph
+  // must end on the stream it began on).
+  if (ctx_.collective)
+    if (std::string e = ctx_.collective->join(stream); !e.empty()) return e;
   if (profile_) return profile_->mark(steps_.size(), stream);
   return {};
 }

@@ -60,6 +60,11 @@ struct Kernel {
   // LaunchArgs::link for its reader, and whether the reader reads them.
   size_t link_bytes = 0;
   bool reads_link = false;
+  // The launch leaves work on another stream (the all_reduce op's
+  // collective, Context::collective): the program joins it
+  // (Collective::join) before the first step that reads this one's result,
+  // and at its end.
+  bool forks = false;
 };
 
 // An attention operand or result read or written in place as a view of
