@@ -4,11 +4,15 @@
 // so streams and synchronize are no-ops. Every entry point is behind the
 // plugin SDK's exception firewall (plugins/sdk): a C++ exception becomes an
 // sg_error, never crosses; the SDK also owns the error objects and fills
-// the table's struct_size and error functions.
+// the table's struct_size and error functions. A device opened with a
+// "world" of several processes reaches the other ranks through Gloo
+// (collective_gloo.h): the ABI's all_reduce and broadcast, and the IR's
+// all_reduce op in its programs.
 #include "sexpgpu/plugin.h"
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -17,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/collective_gloo.h"
 #include "ir/abi_dtype.h"
 #include "ir/json.h"
 #include "plan/geometry.h"
@@ -44,6 +49,8 @@ struct sg_program {
 struct sg_device {
   std::mutex mutex;  // guards the sets and the counters
   int threads = 0;
+  // The other ranks of the run; null in a world of one process.
+  std::shared_ptr<sexpgpu::cpu::Collective> collective;
   std::set<sg_program*> programs;
   std::set<sg_buffer*> buffers;
   uint64_t bytes_in_use = 0, peak_bytes_in_use = 0;
@@ -100,11 +107,73 @@ sg_error* probe(const char** out_json, size_t* out_len) {
         {"available", true},
         {"reason", ""},
         {"devices", nlohmann::json::array({device})},
-        {"count", 1}}.dump();
+        {"count", 1},
+        {"collectives",
+         "gloo"}}.dump();
     *out_json = g_probe_json.data();
     *out_len = g_probe_json.size();
     return nullptr;
   });
+}
+
+// An integer member of "world" in [lo, hi], or an error naming it.
+sg_error* world_integer(const nlohmann::json& world, const char* key, int64_t lo, int64_t hi,
+                        int64_t& out) {
+  const nlohmann::json& v = world[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    return make_error(SG_ERROR_INVALID_ARGUMENT,
+                      std::string("option \"world\": \"") + key + "\" must be an integer from " +
+                          std::to_string(lo) + " to " + std::to_string(hi) + ", not " + v.dump());
+  out = v.get<int64_t>();
+  return nullptr;
+}
+
+// "world": {"rank","size","local_rank","master":"host:port","timeout_ms"}
+// (plugin.h). Every member present is checked; a world of one process
+// (or none) leaves `world.size` 1 and needs no master.
+sg_error* parse_world(const nlohmann::json& world, sexpgpu::cpu::GlooWorld& out) {
+  if (!world.is_object())
+    return make_error(SG_ERROR_INVALID_ARGUMENT, "option \"world\" must be a JSON object");
+  for (const auto& [key, _] : world.items())
+    if (key != "rank" && key != "size" && key != "local_rank" && key != "master" &&
+        key != "timeout_ms")
+      return make_error(SG_ERROR_INVALID_ARGUMENT,
+                        "option \"world\": unknown member \"" + key +
+                            "\" (rank, size, local_rank, master, timeout_ms)");
+  for (const char* key : {"rank", "size"})
+    if (!world.contains(key))
+      return make_error(SG_ERROR_INVALID_ARGUMENT,
+                        std::string("option \"world\" has no \"") + key + "\"");
+  int64_t size = 0, rank = 0, local_rank = 0, timeout_ms = out.timeout.count();
+  if (sg_error* e = world_integer(world, "size", 1, 65536, size)) return e;
+  if (sg_error* e = world_integer(world, "rank", 0, size - 1, rank)) return e;
+  if (world.contains("local_rank"))
+    if (sg_error* e = world_integer(world, "local_rank", 0, size - 1, local_rank)) return e;
+  if (world.contains("timeout_ms"))
+    if (sg_error* e = world_integer(world, "timeout_ms", 1, 86'400'000, timeout_ms)) return e;
+  out.size = int(size);
+  out.rank = int(rank);
+  out.local_rank = int(local_rank);
+  out.timeout = std::chrono::milliseconds(timeout_ms);
+  const char* form = "option \"world\": \"master\" must be \"host:port\" (port 1 to 65535)";
+  if (!world.contains("master") && size == 1) return nullptr;  // nobody to meet
+  if (!world.contains("master") || !world["master"].is_string())
+    return make_error(SG_ERROR_INVALID_ARGUMENT, form);
+  std::string master = world["master"].get<std::string>();
+  size_t colon = master.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == master.size() ||
+      master.size() - colon - 1 > 5 ||
+      master.find_first_not_of("0123456789", colon + 1) != std::string::npos)
+    return make_error(SG_ERROR_INVALID_ARGUMENT, std::string(form) + ", not \"" + master + "\"");
+  int port = std::stoi(master.substr(colon + 1));
+  if (port < 1 || port > 65535)
+    return make_error(SG_ERROR_INVALID_ARGUMENT, std::string(form) + ", not \"" + master + "\"");
+  std::string host = master.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')  // "[::1]:29500"
+    host = host.substr(1, host.size() - 2);
+  out.master_host = host;
+  out.master_port = port;
+  return nullptr;
 }
 
 sg_error* open_device(const char* options_json, size_t options_len, sg_device** out_device) {
@@ -120,6 +189,17 @@ sg_error* open_device(const char* options_json, size_t options_len, sg_device** 
           return make_error(SG_ERROR_INVALID_ARGUMENT,
                             "option \"threads\" must be an integer >= 0");
         device->threads = options["threads"].get<int>();
+      }
+      if (options.contains("world")) {
+        sexpgpu::cpu::GlooWorld world;
+        if (sg_error* e = parse_world(options["world"], world)) return e;
+        if (world.size > 1) {
+          // Waits for every rank, at most the world's timeout.
+          auto collective = sexpgpu::cpu::make_gloo_collective(
+              world, sexpgpu::cpu::find_host_store(sdk::served_host()));
+          if (!collective) return make_error(SG_ERROR_IO, collective.error());
+          device->collective = *collective;
+        }
       }
     }
     *out_device = device.release();
@@ -144,6 +224,7 @@ sg_error* compile(sg_device* device, const char* ir_json, size_t ir_len, const c
     if (!module) return make_error(SG_ERROR_INVALID_ARGUMENT, "reading the IR: " + module.error());
     sexpgpu::cpu::Options options;
     options.threads = device->threads;
+    options.collective = device->collective;
     auto compiled = Program::compile(*module, std::string_view(fn, fn_len), options);
     if (!compiled)
       return make_error(SG_ERROR_INVALID_ARGUMENT,
@@ -309,12 +390,45 @@ sg_error* check_same(sg_buffer* const* buffers, size_t count) {
   return nullptr;
 }
 
+// The device of a world of several processes holds one buffer of a
+// collective: the others are the other ranks'.
+sg_error* check_one_per_rank(const sexpgpu::cpu::Collective& c, size_t count, const char* what) {
+  if (count == 1) return nullptr;
+  return make_error(SG_ERROR_INVALID_ARGUMENT,
+                    std::string(what) + " on a device of rank " + std::to_string(c.rank()) +
+                        " of " + std::to_string(c.world_size()) +
+                        " takes its one buffer (the other ranks bring theirs), given " +
+                        std::to_string(count));
+}
+
+// Every rank's buffer summed (and for the mean divided by the world size,
+// on the sum every rank holds alike, so the ranks stay identical).
+sg_error* all_reduce_ranks(sexpgpu::cpu::Collective& c, sg_buffer* buffer, sg_reduce_op op) {
+  const ir::TensorType& type = buffer->type;
+  size_t n = size_t(sexpgpu::cpu::numel(type.shape));
+  std::string error = c.all_reduce_sum(buffer->bytes.data(), n, type.dtype);
+  if (!error.empty()) return make_error(SG_ERROR_IO, error);
+  if (op == SG_REDUCE_MEAN)
+    sexpgpu::cpu::dispatch_storage(type.dtype, [&](auto tag) {
+      using S = decltype(tag);
+      S* values = reinterpret_cast<S*>(buffer->bytes.data());
+      for (size_t i = 0; i < n; ++i)
+        values[i] =
+            sexpgpu::cpu::convert<S>(double(sexpgpu::cpu::widen(values[i])) / c.world_size());
+    });
+  return nullptr;
+}
+
 sg_error* all_reduce(sg_device* const*, sg_buffer* const* buffers, size_t count, sg_reduce_op op,
                      uint32_t) {
   return firewall([&]() -> sg_error* {
     if (sg_error* e = check_same(buffers, count)) return e;
     if (op != SG_REDUCE_SUM && op != SG_REDUCE_MEAN)
       return make_error(SG_ERROR_INVALID_ARGUMENT, "unknown reduce op " + std::to_string(int(op)));
+    if (sexpgpu::cpu::Collective* c = buffers[0]->device->collective.get()) {
+      if (sg_error* e = check_one_per_rank(*c, count, "all_reduce")) return e;
+      return all_reduce_ranks(*c, buffers[0], op);
+    }
     const ir::TensorType& type = buffers[0]->type;
     int64_t n = sexpgpu::cpu::numel(type.shape);
     sexpgpu::cpu::dispatch_storage(type.dtype, [&](auto tag) {
@@ -337,6 +451,16 @@ sg_error* broadcast(sg_device* const*, sg_buffer* const* buffers, size_t count, 
                     uint32_t) {
   return firewall([&]() -> sg_error* {
     if (sg_error* e = check_same(buffers, count)) return e;
+    if (sexpgpu::cpu::Collective* c = buffers[0]->device->collective.get()) {
+      if (sg_error* e = check_one_per_rank(*c, count, "broadcast")) return e;
+      if (root >= size_t(c->world_size()))
+        return make_error(SG_ERROR_INVALID_ARGUMENT, "broadcast from rank " + std::to_string(root) +
+                                                         " of a world of " +
+                                                         std::to_string(c->world_size()));
+      std::string error =
+          c->broadcast(buffers[0]->bytes.data(), buffers[0]->bytes.size(), int(root));
+      return error.empty() ? nullptr : make_error(SG_ERROR_IO, error);
+    }
     if (root >= count)
       return make_error(SG_ERROR_INVALID_ARGUMENT, "root " + std::to_string(root) + " of " +
                                                        std::to_string(count) + " buffers");
