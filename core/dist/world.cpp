@@ -45,7 +45,7 @@ Result<int64_t> integer(const char* name, const std::string& text, int64_t min, 
     return world_error(
         std::string(name) + " is \"" + text + "\"; it takes an integer from " + range + " (" +
             meaning + ")",
-        std::string("set ") + name + " to " + meaning + ", " + range + ", or unset it");
+        std::string("set ") + name + " to an integer from " + range + " (" + meaning + ")");
   return v;
 }
 
@@ -75,8 +75,8 @@ Status parse_master(const std::string& text, World& w) {
 // store may hold MASTER_PORT itself).
 Status parse_addr_port(const EnvLookup& env, int offset, World& w) {
   std::optional<std::string> addr = read(env, "MASTER_ADDR"), port = read(env, "MASTER_PORT");
-  std::string needs =
-      "a world of " + std::to_string(w.size) + " ranks (" + w.origin + ") needs rank 0's address";
+  std::string needs = "a world of " + std::to_string(w.size) + " ranks, from " + w.origin +
+                      ", needs rank 0's address";
   std::string fix = offset ? "launch with torchrun, which sets MASTER_ADDR and MASTER_PORT"
                            : "set SEXPGPU_MASTER=HOST:PORT (rank 0's host and a free port) in "
                              "the job script";
@@ -86,8 +86,8 @@ Status parse_addr_port(const EnvLookup& env, int offset, World& w) {
   if (!addr || !port)
     return world_error(
         std::string(addr ? "MASTER_PORT" : "MASTER_ADDR") + " is not set, and " + needs, fix);
-  std::string meaning =
-      offset ? "torchrun's port; the store listens on MASTER_PORT + 1" : "rank 0's store port";
+  std::string meaning = offset ? "torchrun's --master_port; the store listens on MASTER_PORT + 1"
+                               : "rank 0's store port";
   Result<int64_t> p = integer("MASTER_PORT", *port, 1, 65535 - offset, meaning);
   if (!p) return p.failed();
   w.master_host = *addr;
