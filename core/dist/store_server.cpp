@@ -275,11 +275,12 @@ class PollServer final : public Server {
   // A rank reaches barrier c.wait_key: when all have, every waiter is
   // answered; a rank already gone means it never completes, so say so now.
   void arrive(Conn& c) {
-    std::set<int>& arrived = barriers_[c.wait_key];
-    arrived.insert(c.rank);
+    Barrier& b = barriers_[c.wait_key];
+    b.waiting.insert(c.rank);
+    b.gave_up.erase(c.rank);
     for (int g : gone_)
-      if (!arrived.count(g)) return fail_barrier(c.wait_key, g);
-    if (static_cast<int>(arrived.size()) < size_) return;
+      if (!b.waiting.count(g)) return fail_barrier(c.wait_key, g);
+    if (static_cast<int>(b.waiting.size()) < size_) return;
     for (auto& other : conns_)
       if (other->wait == Wait::Barrier && other->wait_key == c.wait_key)
         reply(*other, Answer::Ok, "");
@@ -306,14 +307,17 @@ class PollServer final : public Server {
         if (!gone_.empty()) msg += " (gone: rank " + rank_list(gone_) + ")";
         reply(*c, Answer::Timeout, msg);
       } else {
-        std::set<int>& arrived = barriers_[c->wait_key];
-        arrived.erase(c->rank);  // this rank stops waiting: it has not arrived for the others
+        // This rank stops waiting, so it no longer counts as arrived; the
+        // message names the ranks that never came, not those that gave up.
+        Barrier& b = barriers_[c->wait_key];
+        b.waiting.erase(c->rank);
+        b.gave_up.insert(c->rank);
         std::set<int> missing;
         for (int r = 0; r < size_; ++r)
-          if (!arrived.count(r) && r != c->rank) missing.insert(r);
-        reply(*c, Answer::Timeout,
-              "barrier " + show_key(c->wait_key) + ": rank " + rank_list(missing) +
-                  " did not arrive" + within);
+          if (!b.waiting.count(r) && !b.gave_up.count(r)) missing.insert(r);
+        std::string who = missing.empty() ? "every rank came, but not within one deadline"
+                                          : "rank " + rank_list(missing) + " did not arrive";
+        reply(*c, Answer::Timeout, "barrier " + show_key(c->wait_key) + ": " + who + within);
       }
     }
   }
@@ -327,8 +331,8 @@ class PollServer final : public Server {
     gone_.insert(c.rank);
     update_live();
     std::vector<std::string> stuck;
-    for (auto& [name, arrived] : barriers_)
-      if (!arrived.count(c.rank)) stuck.push_back(name);
+    for (auto& [name, b] : barriers_)
+      if (!b.waiting.count(c.rank)) stuck.push_back(name);
     for (const std::string& name : stuck) fail_barrier(name, c.rank);
   }
 
@@ -347,7 +351,11 @@ class PollServer final : public Server {
   // Touched by the server thread alone:
   std::vector<std::unique_ptr<Conn>> conns_;
   std::map<std::string, std::string> values_;
-  std::map<std::string, std::set<int>> barriers_;  // name -> the ranks that arrived
+  struct Barrier {
+    std::set<int> waiting;  // arrived and waiting
+    std::set<int> gave_up;  // arrived, then their deadline passed
+  };
+  std::map<std::string, Barrier> barriers_;
   std::set<int> gone_;
   // Shared with wait_all_left:
   std::mutex mu_;
