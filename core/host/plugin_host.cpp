@@ -7,8 +7,12 @@
 #include <cstddef>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
 #include <system_error>
 
+#include "dist/store.h"
 #include "util/log.h"
 
 #ifndef SEXPGPU_VERSION
@@ -171,6 +175,7 @@ struct PluginHost::Library {
   PluginHost* host = nullptr;
   std::string name;
   sg_host_api api{};
+  sg_host_store store{};  // api.extension: the run's store, through host->store_
 };
 
 PluginHost::PluginHost(std::vector<SearchDir> path) : path_(std::move(path)) {
@@ -264,6 +269,14 @@ void PluginHost::fill_host_api(sg_host_api& api, Library* lib) {
   api.log = &PluginHost::log_cb;
   api.run_dir = &PluginHost::run_dir_cb;
   api.cancelled = &PluginHost::cancelled_cb;
+  sg_host_store& store = lib->store;
+  store.base.struct_size = sizeof(sg_host_store);
+  store.base.type = SG_EXTENSION_HOST_STORE;
+  store.base.next = nullptr;
+  store.store_data = lib;
+  store.set = &PluginHost::store_set_cb;
+  store.get = &PluginHost::store_get_cb;
+  api.extension = &store.base;
 }
 
 // Loads the shared object; the reason it cannot be loaded, or "". Running
@@ -292,6 +305,17 @@ std::string PluginHost::call_entry(Library& lib, const sg_plugin** out) {
   } catch (...) {
     return "entry point threw";
   }
+}
+
+void PluginHost::set_store(dist::Store* store) {
+  std::unique_lock lock(store_mutex_);
+  store_ = store;
+}
+
+const sg_host_api* PluginHost::host_table(const std::string& name) const {
+  for (const auto& lib : libraries_)
+    if (lib->name == name) return &lib->api;
+  return nullptr;
 }
 
 const PluginRecord* PluginHost::find(const std::string& name) const {
@@ -344,6 +368,82 @@ void PluginHost::run_dir_cb(void* lib, const char** out_dir, size_t* out_len) {
 
 int PluginHost::cancelled_cb(void* lib) {
   return static_cast<Library*>(lib)->host->cancelled_.load() ? 1 : 0;
+}
+
+namespace {
+
+// What sg_host_store's calls hand back (plugin.h: host-owned, valid until
+// the next call of that table on the same thread), per thread and table.
+struct StoreScratch {
+  std::string message;
+  std::vector<std::byte> value;
+};
+StoreScratch& scratch(const void* lib) {
+  thread_local std::map<const void*, StoreScratch> per_table;
+  return per_table[lib];
+}
+
+// A failed call: nonzero, and the message in the caller's scratch.
+int store_failure(StoreScratch& s, std::string message, const char** out, size_t* out_len) {
+  s.message = std::move(message);
+  if (out) *out = s.message.c_str();
+  if (out_len) *out_len = s.message.size();
+  return 1;
+}
+
+std::string describe(const Diagnostic& d) {
+  return d.fix.empty() ? d.message : d.message + "; " + d.fix;
+}
+
+constexpr const char* kNoStore = "this run is one process: there is no store";
+
+}  // namespace
+
+int PluginHost::store_set_cb(void* lib, const char* key, size_t key_len, const void* value,
+                             size_t value_len, const char** out_message, size_t* out_message_len) {
+  try {
+    PluginHost* host = static_cast<Library*>(lib)->host;
+    StoreScratch& s = scratch(lib);
+    std::shared_lock lock(host->store_mutex_);
+    if (!host->store_) return store_failure(s, kNoStore, out_message, out_message_len);
+    if ((!key && key_len) || (!value && value_len))
+      return store_failure(s, "sg_host_store set: a null key or value with a length", out_message,
+                           out_message_len);
+    auto* bytes = static_cast<const std::byte*>(value);
+    Status st = host->store_->set(std::string(key ? key : "", key_len),
+                                  std::vector<std::byte>(bytes, bytes + value_len));
+    if (!st) return store_failure(s, describe(st.diagnostic()), out_message, out_message_len);
+    return 0;
+  } catch (const std::exception& e) {
+    return store_failure(scratch(lib), std::string("sg_host_store set: ") + e.what(), out_message,
+                         out_message_len);
+  }
+}
+
+int PluginHost::store_get_cb(void* lib, const char* key, size_t key_len, int64_t timeout_ms,
+                             const void** out_value, size_t* out_value_len,
+                             const char** out_message, size_t* out_message_len) {
+  try {
+    PluginHost* host = static_cast<Library*>(lib)->host;
+    StoreScratch& s = scratch(lib);
+    std::shared_lock lock(host->store_mutex_);
+    if (!host->store_) return store_failure(s, kNoStore, out_message, out_message_len);
+    if ((!key && key_len) || timeout_ms < 0)
+      return store_failure(s, "sg_host_store get: a null key with a length, or timeout_ms < 0",
+                           out_message, out_message_len);
+    std::chrono::milliseconds timeout =
+        timeout_ms == 0 ? host->store_->world().timeout : std::chrono::milliseconds(timeout_ms);
+    Result<std::vector<std::byte>> got =
+        host->store_->get(std::string(key ? key : "", key_len), timeout);
+    if (!got) return store_failure(s, describe(got.diagnostic()), out_message, out_message_len);
+    s.value = std::move(got).value();
+    if (out_value) *out_value = s.value.data();
+    if (out_value_len) *out_value_len = s.value.size();
+    return 0;
+  } catch (const std::exception& e) {
+    return store_failure(scratch(lib), std::string("sg_host_store get: ") + e.what(), out_message,
+                         out_message_len);
+  }
 }
 
 }  // namespace sexpgpu::host

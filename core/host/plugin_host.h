@@ -8,10 +8,15 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "sexpgpu/plugin.h"
+
+namespace sexpgpu::dist {
+class Store;
+}
 
 namespace sexpgpu::host {
 
@@ -79,6 +84,14 @@ class PluginHost {
   void set_run_dir(std::string dir) { run_dir_ = std::move(dir); }
   void cancel() { cancelled_ = true; }
   void set_log(LogFn log) { log_ = std::move(log); }
+  // The run's key-value store, which every plugin reaches through the
+  // sg_host_store on its table's extension chain; nullptr detaches it (a
+  // run of one process, where set/get say there is no store). Waits for
+  // the calls in flight, so the store may be destroyed once detached.
+  void set_store(dist::Store* store);
+  // The host table the loaded plugin `name` was given, or nullptr: what
+  // that plugin sees (the tests call its services as the plugin would).
+  const sg_host_api* host_table(const std::string& name) const;
 
  private:
   struct Library;  // a loaded shared object, kept open while the host lives
@@ -90,6 +103,11 @@ class PluginHost {
   static void log_cb(void* lib, sg_log_level level, const char* msg, size_t len);
   static void run_dir_cb(void* lib, const char** out_dir, size_t* out_len);
   static int cancelled_cb(void* lib);
+  static int store_set_cb(void* lib, const char* key, size_t key_len, const void* value,
+                          size_t value_len, const char** out_message, size_t* out_message_len);
+  static int store_get_cb(void* lib, const char* key, size_t key_len, int64_t timeout_ms,
+                          const void** out_value, size_t* out_value_len, const char** out_message,
+                          size_t* out_message_len);
 
   std::vector<SearchDir> path_;
   std::vector<PluginRecord> records_;
@@ -97,6 +115,10 @@ class PluginHost {
   std::string run_dir_;
   std::atomic<bool> cancelled_{false};
   LogFn log_;
+  // The store plugins call from their own threads: shared for a call,
+  // exclusive to change it.
+  std::shared_mutex store_mutex_;
+  dist::Store* store_ = nullptr;
 };
 
 // "message" of an error returned through `table` (any api with the error
