@@ -34,15 +34,6 @@
 
 namespace sexpgpu::cpu {
 
-const sg_host_store* find_host_store(const sg_host_api* host) {
-  constexpr size_t with_extension = offsetof(sg_host_api, extension) + sizeof(void*);
-  if (!host || host->struct_size < with_extension) return nullptr;
-  for (const sg_extension_base* e = host->extension; e; e = e->next)
-    if (e->type == SG_EXTENSION_HOST_STORE && e->struct_size >= sizeof(sg_host_store))
-      return reinterpret_cast<const sg_host_store*>(e);
-  return nullptr;
-}
-
 Result<std::string> address_towards(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

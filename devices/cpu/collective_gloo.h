@@ -25,10 +25,6 @@ struct GlooWorld {
   std::chrono::milliseconds timeout{120'000};
 };
 
-// The first sg_host_store on the host table's extension chain, or null
-// (a core of ABI 1.0, or one that gives no store).
-const sg_host_store* find_host_store(const sg_host_api* host);
-
 // The local address this process is reached at by the others: the one its
 // route to the master leaves from (127.0.0.1 when the master is local; the
 // cluster NIC's on a node). Nothing is sent: a UDP socket's connect() only

@@ -27,6 +27,7 @@
 #include "plan/geometry.h"
 #include "program.h"
 #include "sexpgpu/sdk/errors.h"
+#include "sexpgpu/sdk/host_store.h"
 #include "sexpgpu/sdk/tables.h"
 #include "storage.h"
 
@@ -196,7 +197,7 @@ sg_error* open_device(const char* options_json, size_t options_len, sg_device** 
         if (world.size > 1) {
           // Waits for every rank, at most the world's timeout.
           auto collective = sexpgpu::cpu::make_gloo_collective(
-              world, sexpgpu::cpu::find_host_store(sdk::served_host()));
+              world, sdk::host_store(sdk::served_host()));
           if (!collective) return make_error(SG_ERROR_IO, collective.error());
           device->collective = *collective;
         }

@@ -13,6 +13,7 @@
 
 #include "cuda/check.h"
 #include "cuda/collective.h"
+#include "sexpgpu/sdk/host_store.h"
 #include "sexpgpu/sdk/log.h"
 
 namespace sexpgpu::nccl {
@@ -42,16 +43,6 @@ std::optional<ncclDataType_t> nccl_type(ir::DType t) {
     case ir::DType::I64: return ncclInt64;
     default: return std::nullopt;
   }
-}
-
-// The host's key-value store (plugin.h 1.1), or null when the core gives none.
-const sg_host_store* host_store() {
-  const sg_host_api* host = sdk::served_host();
-  if (!host || host->struct_size < offsetof(sg_host_api, extension) + sizeof(void*)) return nullptr;
-  for (const sg_extension_base* e = host->extension; e; e = e->next)
-    if (e->type == SG_EXTENSION_HOST_STORE && e->struct_size >= sizeof(sg_host_store))
-      return reinterpret_cast<const sg_host_store*>(e);
-  return nullptr;
 }
 
 std::string store_set(const sg_host_store* s, const std::string& key, const void* v, size_t n) {
@@ -259,7 +250,7 @@ ir::Result<std::unique_ptr<cuda::Peers>> join(const nlohmann::json& world,
     // Rank 0 hands out the id; every rank then says it is there, and each
     // waits for all the others before ncclCommInitRank, which would block
     // forever on a rank that never came.
-    const sg_host_store* store = host_store();
+    const sg_host_store* store = sdk::host_store(sdk::served_host());
     if (!store) return R::failure("the core gives no store (sg_host_store): it is older than 1.1");
     std::vector<char> got;
     if (rank == 0) {
