@@ -147,8 +147,12 @@ json functions_json(const ir::Module& module) {
   for (const ir::Function& fn : module.functions) {
     ir::Cost c = ir::function_cost(fn);
     ir::MemoryUse m = ir::plan_memory(fn);
+    // Gradient buckets (devices.md): the all_reduce ops of data parallel.
+    int64_t buckets = std::count_if(fn.nodes.begin(), fn.nodes.end(),
+                                    [](const ir::Node& n) { return n.op == ir::Op::AllReduce; });
     list.push_back({{"name", fn.name},
                     {"nodes", fn.nodes.size()},
+                    {"buckets", buckets},
                     {"flops", flops_json(c.flops)},
                     {"bytes_read", c.bytes_read},
                     {"bytes_written", c.bytes_written},

@@ -114,7 +114,8 @@ double node_flops(const Function& fn, const Node& n) {
     case Rule::Slice:
     case Rule::Take:
     case Rule::Pad:
-    case Rule::Flip: return 0;
+    case Rule::Flip:
+    case Rule::AllReduce: return 0;  // moves data (over the network too), computes little
   }
   return 0;
 }

@@ -65,7 +65,8 @@ constexpr bool is_elementwise(Op op) {
     case Rule::Conv2d:
     case Rule::Conv2dGrad:
     case Rule::Pool2d:
-    case Rule::Pool2dGrad: return false;
+    case Rule::Pool2dGrad:
+    case Rule::AllReduce: return false;
   }
   return false;
 }

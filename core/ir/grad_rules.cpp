@@ -47,7 +47,8 @@ Result<Cotangents> vjp(Builder& b, NodeId id, NodeId g, const std::vector<bool>&
     // Leaves have no operands: the sweep ends at them.
     case Family::Leaf: return Cotangents{};
     case Family::Creation:
-    case Family::Random: break;  // not differentiable (ops.def)
+    case Family::Random:
+    case Family::Collective: break;  // not differentiable (ops.def)
   }
   return Result<Cotangents>::failure("no gradient rule for '" + std::string(info(node.op).ir_name) +
                                      "'");

@@ -25,8 +25,9 @@ namespace sexpgpu::ir {
 // change to what existing IR means (an op or attribute renamed, removed or
 // read differently, a field). A new op is not one: IR without it reads as
 // before, and a reader without it refuses it by name. 2: the tanh form of
-// gelu is the op gelu_tanh; the attribute `approximate` is gone.
-inline constexpr int kIrVersion = 2;
+// gelu is the op gelu_tanh; the attribute `approximate` is gone. 3: every
+// training function carries data parallel's gradient buckets (all_reduce).
+inline constexpr int kIrVersion = 3;
 
 using NodeId = int32_t;
 using NodeIds = boost::container::small_vector<NodeId, 4>;

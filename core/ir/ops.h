@@ -61,6 +61,7 @@ enum class Rule : uint8_t {
   Conv2dGrad,          // -> `shape`, the promoted dtype of both operands
   Pool2d,              // x NCHW with kernel, stride, padding
   Pool2dGrad,          // -> `shape` (x's), g's dtype
+  AllReduce,           // one or more of one float dtype -> 1-D [sum of numels]; `reduction`
 };
 
 // The kernel families of ops.def's `family` column. Each switch over ops
@@ -80,6 +81,7 @@ enum class Family : uint8_t {
   Attention,    // attention and its fused gradient
   Conv,         // conv2d and its gradients
   Pool,         // pools and their gradients
+  Collective,   // all_reduce: the processes of a data-parallel run
 };
 
 // The attributes of attrs.def, as an enumeration for the `needs` column.

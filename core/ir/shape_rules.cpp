@@ -178,6 +178,7 @@ Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const Attrs
     case Rule::Conv2dGrad: return rules::conv2d_grad(op, in, attrs);
     case Rule::Pool2d: return rules::pool2d(op, in, attrs);
     case Rule::Pool2dGrad: return rules::pool2d_grad(op, in, attrs);
+    case Rule::AllReduce: return rules::all_reduce(op, in, attrs);
   }
   return R::failure(op_label(op) + ": no shape rule");  // unreachable: -Werror=switch
 }

@@ -39,6 +39,8 @@ R take(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R index_add(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R pad(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R flip(Op op, std::span<const TensorType> in, const Attrs& attrs);
+// all_reduce: operands of one float dtype packed into one 1-D result.
+R all_reduce(Op op, std::span<const TensorType> in, const Attrs& attrs);
 
 // shape_rules_neural.cpp: softmax-like, cross_entropy and its gradient, norms and
 // layer_norm's gradients, attention and its gradient, convolution and pooling with

@@ -184,4 +184,24 @@ R flip(Op op, std::span<const TensorType> in, const Attrs& attrs) {
   return in[0];
 }
 
+R all_reduce(Op op, std::span<const TensorType> in, const Attrs& attrs) {
+  if (in.empty()) return R::failure(op_label(op) + " needs at least one tensor");
+  if (!attrs.reduction) return fail(op, in, attr_missing("reduction"));
+  if (*attrs.reduction != "mean" && *attrs.reduction != "sum")
+    return fail(op, in, "reduction \"" + *attrs.reduction + "\" is not \"mean\" or \"sum\"");
+  if (!is_float(in[0].dtype))
+    return fail(op, in, "the operands must be floats (gradients), not " + in[0].to_string());
+  int64_t total = 0;
+  for (const TensorType& t : in) {
+    if (t.dtype != in[0].dtype)
+      return fail(op, in,
+                  "every operand needs the same dtype (one bucket per dtype): " +
+                      in[0].to_string() + " and " + t.to_string());
+    std::optional<int64_t> n = t.shape.numel();
+    if (!n || __builtin_add_overflow(total, *n, &total))
+      return fail(op, in, "the operands have more elements than a 64-bit count holds");
+  }
+  return TensorType{in[0].dtype, Shape{total}};
+}
+
 }  // namespace sexpgpu::ir::rules

@@ -11,6 +11,7 @@
 #include "ir/autodiff.h"
 #include "ir/cost.h"
 #include "ir/passes.h"
+#include "ir/passes/bucket_gradients.h"
 #include "ir/verify.h"
 #include "lisp/builtins.h"
 #include "runfile/diagnostics.h"
@@ -197,9 +198,19 @@ void stage_train(Interp& in, Compilation& c, SizedFunction& sf) {
             "integer, boolean and comparison ops carry no gradient");
   if (sf.fn == "train_step")
     for (size_t i : g.unreached) warn_unused_param(in, *fn.node(params[i]).attrs.name);
-  for (size_t i = 0; i < params.size(); ++i)
-    fn.outputs.push_back({"grad:" + *fn.node(params[i]).attrs.name, g.grads[i]});
+  std::vector<std::string> grad_names;
+  for (size_t i = 0; i < params.size(); ++i) {
+    grad_names.push_back("grad:" + *fn.node(params[i]).attrs.name);
+    fn.outputs.push_back({grad_names.back(), g.grads[i]});
+  }
   order_inputs(fn);
+  // Data parallel's gradient buckets, at every world size (the IR does not
+  // depend on it); with microbatches, update all-reduces their sum instead.
+  if (c.out.run.microbatches == 1) {
+    ir::GradientBuckets buckets =
+        ir::bucket_gradient_outputs(fn, grad_names, c.out.run.bucket_bytes);
+    if (sf.forward_nodes > 0) sf.forward_nodes = buckets.new_id[size_t(sf.forward_nodes - 1)] + 1;
+  }
   guard.keep();
 }
 
@@ -325,6 +336,13 @@ void stage_update(Interp& in, Compilation& c) {
   for (auto& o : param_outputs) fn.outputs.push_back(o);
   for (auto& o : state_outputs) fn.outputs.push_back(o);
   order_inputs(fn);
+  // With microbatches, the gradient buckets all-reduce the sums over them
+  // here, once a step (train_step has none then).
+  if (c.out.run.microbatches > 1) {
+    std::vector<std::string> grad_names;
+    for (const Member& mem : members) grad_names.push_back("grad:" + m.params[mem.param].path);
+    ir::bucket_gradient_inputs(fn, grad_names, c.out.run.bucket_bytes);
+  }
   guard.keep();
 }
 

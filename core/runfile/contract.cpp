@@ -190,6 +190,9 @@ std::string keyword_choice(Interp& in, Value v, std::initializer_list<const char
 }
 
 constexpr int64_t kMaxMicrobatches = 65536;
+// :bucket-bytes, 1 KiB to 2 GiB: smaller buckets are all per-transfer
+// overhead; larger ones pass the collectives' 32-bit counts.
+constexpr int64_t kMinBucketBytes = 1024, kMaxBucketBytes = int64_t(1) << 31;
 
 void read_run_key(Interp& in, RunDecl& r, const std::string& key, Value v) {
   auto positive = [&](const char* what) { return positive_int(in, v, "E-RUN-KEY", what); };
@@ -205,6 +208,13 @@ void read_run_key(Interp& in, RunDecl& r, const std::string& key, Value v) {
               ":microbatches " + std::to_string(r.microbatches) + " is above " +
                   std::to_string(kMaxMicrobatches),
               "a larger :batch in the loader, fewer :microbatches");
+  } else if (key == "bucket-bytes") {
+    if (!v.is_int() || v.i < kMinBucketBytes || v.i > kMaxBucketBytes)
+      in.fail("E-RUN-KEY",
+              ":bucket-bytes must be an integer from " + std::to_string(kMinBucketBytes) + " to " +
+                  std::to_string(kMaxBucketBytes) + ", not " + in.show(v),
+              ":bucket-bytes 26214400 (25 MiB, the default)");
+    r.bucket_bytes = v.i;
   } else if (key == "precision") {
     r.precision = keyword_choice(in, v, {"f32", "tf32", "bf16"}, ":precision");
   } else if (key == "master-weights") {
@@ -272,9 +282,10 @@ void read_run_key(Interp& in, RunDecl& r, const std::string& key, Value v) {
     r.device = name_option(in, v, ":device");
     r.device_given = true;
   } else {
-    in.fail("E-RUN-KEY", "defrun has no key :" + key,
-            "its keys are :steps :epochs :microbatches :precision :master-weights :seed "
-            ":clip-norm :log-every :checkpoint :diagnostics :finite :target :device");
+    in.fail(
+        "E-RUN-KEY", "defrun has no key :" + key,
+        "its keys are :steps :epochs :microbatches :bucket-bytes :precision :master-weights :seed "
+        ":clip-norm :log-every :checkpoint :diagnostics :finite :target :device");
   }
 }
 

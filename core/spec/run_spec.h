@@ -149,6 +149,9 @@ struct RunDecl {
   Span span;
   int64_t steps = 0, epochs = 0;  // one of them is set
   int64_t microbatches = 1;
+  // The size of a gradient bucket, one all_reduce (docs/devices.md,
+  // "Gradient buckets"); PyTorch DDP's 25 MiB.
+  int64_t bucket_bytes = 26214400;
   std::string precision = "f32";  // f32 tf32 bf16
   std::string master_weights = "f32";
   int64_t seed = 0;

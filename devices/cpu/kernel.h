@@ -57,6 +57,7 @@ KernelResult make_nn_kernel(const KernelRequest& request);           // kernels_
 KernelResult make_attention_kernel(const KernelRequest& request);    // kernels_attention.cpp
 KernelResult make_conv_kernel(const KernelRequest& request);         // kernels_conv.cpp
 KernelResult make_pool_kernel(const KernelRequest& request);         // kernels_pool.cpp
+KernelResult make_collective_kernel(const KernelRequest& request);   // kernels_collective.cpp
 
 // One fusion group of ir::fuse_elementwise as one kernel
 // (kernels_fused.cpp). Its nodes all have the output's shape; each operand

@@ -129,6 +129,9 @@ class CpuProgram final : public Program {
   std::string make_report(const Lowered& lowered) const;
 
   ir::Function fn_;
+  // The run's other processes, for all_reduce kernels (null: a world of
+  // one); held here so the kernels' raw pointer outlives them.
+  std::shared_ptr<Collective> collective_;
   std::vector<Step> steps_;
   std::vector<std::vector<std::byte>> constants_;
   size_t constant_bytes_ = 0;
@@ -148,6 +151,7 @@ std::string node_label(const ir::Function& fn, NodeId origin, Op op) {
 
 std::string CpuProgram::build(const ir::Function& fn, const Options& options) {
   fn_ = fn;
+  collective_ = options.collective;
   int threads = options.threads > 0 ? options.threads : ThreadPool::instance().size();
   Lowered lowered = lower(fn_);
   fold_transposes(lowered);
@@ -207,8 +211,8 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
       placed[i] = true;
       continue;
     }
-    KernelResult k =
-        make_kernel(KernelRequest{n.op, n.attrs, in_types, n.type, threads, n.transposed});
+    KernelResult k = make_kernel(
+        KernelRequest{n.op, n.attrs, in_types, n.type, threads, n.transposed, collective_.get()});
     if (!k) return node_label(fn_, n.origin, n.op) + ": " + k.error();
     if (n.op == Op::Full || n.op == Op::Constant || n.op == Op::Arange) {
       std::vector<std::byte> data(bytes_of(n.type));

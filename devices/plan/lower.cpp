@@ -74,7 +74,8 @@ std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& 
     case Rule::Slice:
     case Rule::Take:
     case Rule::Pad:
-    case Rule::Flip: return std::nullopt;
+    case Rule::Flip:
+    case Rule::AllReduce: return std::nullopt;  // sums in its own dtype, as the wire carries it
   }
   return std::nullopt;
 }

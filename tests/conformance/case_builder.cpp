@@ -108,6 +108,7 @@ std::vector<Case> cases_for(Op op) {
     case ir::Family::Attention:
     case ir::Family::Conv:
     case ir::Family::Pool: return neural_cases(op);
+    case ir::Family::Collective: return collective_cases(op);
   }
   return {};
 }

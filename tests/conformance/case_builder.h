@@ -93,6 +93,7 @@ std::vector<Case> reduction_cases(Op op);
 std::vector<Case> creation_cases(Op op);
 std::vector<Case> shape_cases(Op op);
 std::vector<Case> neural_cases(Op op);
+std::vector<Case> collective_cases(Op op);  // cases_collective.cpp
 
 Dims dims(std::initializer_list<int64_t> v);
 

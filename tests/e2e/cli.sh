@@ -26,7 +26,7 @@ expect() {  # expect NAME WANT_EXIT ACTUAL_EXIT [grep-pattern file]
 }
 
 "$BIN" --version >"$TMP/out" 2>&1
-expect version 0 $? "^sexpgpu [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.1, IR 2\)" "$TMP/out"
+expect version 0 $? "^sexpgpu [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.1, IR 3\)" "$TMP/out"
 
 "$BIN" frobnicate >"$TMP/out" 2>&1
 expect unknown-verb 2 $?
@@ -123,7 +123,7 @@ expect docs-unknown-code 2 $? "no diagnostic code" "$TMP/out"
 expect ir-text 0 $? "^fn train-step\(%x: f32\[128,784\], %y: i32\[128\]\)" "$TMP/out"
 grep -q "matmul" "$TMP/out" || { echo "FAIL ir-text: no matmul"; fail=$((fail + 1)); }
 "$BIN" ir "$SRC/tests/golden/ir/mlp.lisp" --json >"$TMP/out" 2>"$TMP/err"
-expect ir-json 0 $? '"version": 2' "$TMP/out"
+expect ir-json 0 $? '"version": 3' "$TMP/out"
 "$BIN" ir "$SRC/tests/golden/ir/fusion.lisp" --fn no-such >"$TMP/out" 2>&1
 expect ir-unknown-fn 2 $? "no function named" "$TMP/out"
 "$BIN" ir "$SRC/tests/golden/ir/fusion.lisp" --no-opt >"$TMP/out" 2>&1

@@ -121,6 +121,14 @@ expect epochs-negative 1 $? "E-RUN-KEY :epochs must be a positive integer" "$TMP
 sed 's/(defrun :epochs epochs)/(defrun :steps 2 :microbatches 1000000)/' "$RUNFILE" >"$TMP/micro.lisp"
 "$BIN" check "$TMP/micro.lisp" >"$TMP/out" 2>"$TMP/err"
 expect microbatches-range 1 $? "E-RUN-KEY :microbatches 1000000 is above 65536" "$TMP/out"
+for b in 1023 2147483649 1.5e6; do
+  sed "s/(defrun :epochs epochs)/(defrun :steps 2 :bucket-bytes $b)/" "$RUNFILE" >"$TMP/bucket.lisp"
+  "$BIN" check "$TMP/bucket.lisp" >"$TMP/out" 2>"$TMP/err"
+  expect "bucket-bytes-$b" 1 $? "E-RUN-KEY :bucket-bytes must be an integer from 1024 to 2147483648" "$TMP/out"
+done
+sed 's/(defrun :epochs epochs)/(defrun :steps 2 :bucket-bytes 1024)/' "$RUNFILE" >"$TMP/bucket.lisp"
+"$BIN" check "$TMP/bucket.lisp" >"$TMP/out" 2>"$TMP/err"
+expect bucket-bytes-min 0 $?
 sed 's/(defrun :epochs epochs)/(defrun :steps 2 :seed -1)/' "$RUNFILE" >"$TMP/seed.lisp"
 "$BIN" check "$TMP/seed.lisp" >"$TMP/out" 2>"$TMP/err"
 expect defrun-seed 1 $? "E-RUN-KEY :seed must be a non-negative integer" "$TMP/out"

@@ -135,6 +135,7 @@ KernelResult make_norm_param_kernel(const KernelRequest& request);   // kernels_
 KernelResult make_attention_kernel(const KernelRequest& request);    // kernels_attention.cpp
 KernelResult make_conv_kernel(const KernelRequest& request);         // kernels_conv.cpp
 KernelResult make_pool_kernel(const KernelRequest& request);         // kernels_pool.cpp
+KernelResult make_collective_kernel(const KernelRequest& request);   // kernels_collective.cpp
 
 // A device-to-device copy of `bytes` (an output that is an input, a
 // reshape that must materialise).

@@ -55,6 +55,7 @@ KernelResult make_kernel(const KernelRequest& r) {
     case ir::Family::Attention: return make_attention_kernel(r);
     case ir::Family::Conv: return make_conv_kernel(r);
     case ir::Family::Pool: return make_pool_kernel(r);
+    case ir::Family::Collective: return make_collective_kernel(r);
   }
   return no_kernel(r, "unknown op");
 }
