@@ -18,15 +18,14 @@ class Collective {
  public:
   virtual ~Collective() = default;
   virtual int world_size() const = 0;
-  // Enqueues on `stream` the sum of `count` elements of `dtype` at device
-  // pointer `data` over every rank, in place. Callable during stream
-  // capture. "" or why it could not be enqueued.
-  // A collective may run on a stream of its own, forked from `stream`, so
-  // that it overlaps what follows; join() then makes `stream` wait for
-  // every one enqueued so far. The program joins before the first step
-  // that reads a reduced bucket, and at its end.
-  virtual std::string all_reduce_sum(void* data, size_t count, ir::DType dtype,
-                                     cudaStream_t stream) = 0;
+  // Enqueues the sum (or, with `mean`, the mean) of `count` elements of
+  // `dtype` at device pointer `data` over every rank, in place, forked from
+  // `stream` onto a stream of its own so that it overlaps what follows;
+  // join() then makes `stream` wait for every one enqueued so far (the
+  // program joins before the first step that reads a reduced bucket, and
+  // at its end). Callable during stream capture. "" or why not.
+  virtual std::string reduce_bucket(void* data, size_t count, ir::DType dtype, bool mean,
+                                    cudaStream_t stream) = 0;
   virtual std::string join(cudaStream_t stream) = 0;
 };
 

@@ -88,8 +88,8 @@ class NcclPeers final : public cuda::Peers, public cuda::Collective {
   cuda::Collective* collective() override { return this; }
   int world_size() const override { return size_; }
 
-  std::string all_reduce_sum(void* data, size_t count, ir::DType dtype,
-                             cudaStream_t stream) override {
+  std::string reduce_bucket(void* data, size_t count, ir::DType dtype, bool mean,
+                            cudaStream_t stream) override {
     std::optional<ncclDataType_t> t = nccl_type(dtype);
     if (!t) return "NCCL cannot reduce " + std::string(ir::ir_name(dtype));
     if (!comm_) return gone_;
@@ -97,7 +97,8 @@ class NcclPeers final : public cuda::Peers, public cuda::Collective {
     if (!fork || !done) return "cudaEventCreate failed";
     SG_CUDA_RETURN_IF_ERROR(cudaEventRecord(fork, stream));
     SG_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(side_, fork, 0));
-    SG_NCCL_RETURN_IF_ERROR(ncclAllReduce(data, data, count, *t, ncclSum, comm_, side_), comm_);
+    SG_NCCL_RETURN_IF_ERROR(
+        ncclAllReduce(data, data, count, *t, mean ? ncclAvg : ncclSum, comm_, side_), comm_);
     SG_CUDA_RETURN_IF_ERROR(cudaEventRecord(done, side_));
     pending_.push_back(done);
     if (trace_) trace_buckets_.push_back({fork, done});

@@ -65,6 +65,34 @@ Rebuilt rebuild(Function& fn, const std::vector<Bucket>& buckets, bool repoint_u
   r.new_id.assign(fn.nodes.size(), -1);
   std::vector<NodeId> use(fn.nodes.size(), -1);
   r.reduced.resize(buckets.size());
+  // Each member's averaged value: reshape(slice(bucket)). For outputs these
+  // come after every other node, so nothing but the outputs waits for a
+  // reduction and a device can run it while the rest of the backward runs;
+  // for uses inside the function, right after the bucket.
+  auto unpack = [&](size_t k, NodeId all) {
+    const Bucket& bucket = buckets[k];
+    int64_t at = 0;
+    for (const Gradient& g : bucket.members) {
+      NodeId v = all;
+      if (bucket.members.size() > 1) {
+        Attrs s;
+        s.starts = Dims{at};
+        s.ends = Dims{at + g.numel};
+        s.steps = Dims{1};
+        v = b.must(Op::Slice, {all}, std::move(s));
+      }
+      at += g.numel;
+      const Shape& shape = out.type(r.new_id[size_t(g.node)]).shape;
+      if (!(out.type(v).shape == shape)) {
+        Attrs s;
+        s.shape = Dims(shape.dims().begin(), shape.dims().end());
+        v = b.must(Op::Reshape, {v}, std::move(s));
+      }
+      r.reduced[k].push_back(v);
+      if (repoint_uses) use[size_t(g.node)] = v;
+    }
+  };
+  std::vector<NodeId> reductions;
   size_t next = 0;
   for (size_t i = 0; i < fn.nodes.size(); ++i) {
     Node n = std::move(fn.nodes[i]);
@@ -80,28 +108,15 @@ Rebuilt rebuild(Function& fn, const std::vector<Bucket>& buckets, bool repoint_u
       mean.reduction = "mean";
       NodeId all = b.must(Op::AllReduce, std::span<const NodeId>(operands.data(), operands.size()),
                           std::move(mean));
-      int64_t at = 0;
-      for (const Gradient& g : bucket.members) {
-        NodeId v = all;
-        if (bucket.members.size() > 1) {
-          Attrs s;
-          s.starts = Dims{at};
-          s.ends = Dims{at + g.numel};
-          s.steps = Dims{1};
-          v = b.must(Op::Slice, {all}, std::move(s));
-        }
-        at += g.numel;
-        const Shape& shape = out.type(r.new_id[size_t(g.node)]).shape;
-        if (!(out.type(v).shape == shape)) {
-          Attrs s;
-          s.shape = Dims(shape.dims().begin(), shape.dims().end());
-          v = b.must(Op::Reshape, {v}, std::move(s));
-        }
-        r.reduced[next].push_back(v);
-        if (repoint_uses) use[size_t(g.node)] = v;
-      }
+      reductions.push_back(all);
+      if (repoint_uses) unpack(next, all);
     }
   }
+  if (!repoint_uses)
+    for (size_t k = 0; k < reductions.size(); ++k) {
+      b.set_loc(out.nodes[size_t(reductions[k])].loc);
+      unpack(k, reductions[k]);
+    }
   if (next != buckets.size()) throw std::logic_error("bucket_gradients: a bucket was not placed");
   for (NodeId& id : fn.inputs) id = r.new_id[size_t(id)];
   for (Output& o : fn.outputs) o.node = use[size_t(o.node)];

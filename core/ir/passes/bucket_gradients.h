@@ -10,7 +10,9 @@
 // `bucket_bytes`; a gradient larger than that is a bucket alone. Each
 // bucket's all_reduce (reduction "mean") is placed right after the node
 // that completes it, and each gradient's use becomes reshape(slice(bucket))
-// (no slice for a bucket of one, no reshape for a 1-D gradient). The
+// (no slice for a bucket of one, no reshape for a 1-D gradient): for
+// train_step's outputs after every other node (only the outputs wait for a
+// reduction), for update's inputs right after the bucket. The
 // function is rebuilt in definition order, so it verifies as before; it
 // does not depend on the number of processes (in a world of one the op only
 // packs).

@@ -1,32 +1,19 @@
 // The collective kernel (ops.def, "Collective") on the CUDA device:
 // all_reduce packs its operands into the 1-D output with one device-to-device
 // copy each, then, when the device has the run's other GPUs
-// (Context::collective, the nccl plugin's), enqueues their sum on the same
-// stream, and for reduction "mean" scales by 1 / world size. Every step is
-// an enqueue, so it runs inside graph capture. Without a Collective (the
-// plain cuda device, a world of one) it only packs.
+// (Context::collective, the nccl plugin's), enqueues their sum or mean on
+// the collective's own stream (Kernel::forks: the program joins it before
+// the bucket is read). Every step is an enqueue, so it runs inside graph
+// capture. Without a Collective (the plain cuda device, a world of one) it
+// only packs.
 #include <cstddef>
 #include <vector>
 
 #include "cuda/check.h"
 #include "cuda/collective.h"
-#include "cuda/kernels/collective_launch.h"
 #include "kernel.h"
 
 namespace sexpgpu::cuda {
-
-namespace {
-
-ScaleStorage scale_storage(ir::DType d) {
-  switch (d) {
-    case ir::DType::F64: return ScaleStorage::F64;
-    case ir::DType::BF16: return ScaleStorage::BF16;
-    case ir::DType::F16: return ScaleStorage::F16;
-    default: return ScaleStorage::F32;
-  }
-}
-
-}  // namespace
 
 KernelResult make_collective_kernel(const KernelRequest& r) {
   if (r.op != ir::Op::AllReduce) return no_kernel(r, "not a collective op");
@@ -43,9 +30,8 @@ KernelResult make_collective_kernel(const KernelRequest& r) {
   }
   const bool mean = *r.attrs.reduction == "mean";
   Collective* collective = r.context.collective;
-  const int blocks = max_blocks(r.context);
-  LaunchFn launch = [bytes, total, element, dtype, mean, collective,
-                     blocks](const LaunchArgs& a) -> std::string {
+  LaunchFn launch = [bytes, total, element, dtype, mean,
+                     collective](const LaunchArgs& a) -> std::string {
     auto* out = static_cast<std::byte*>(a.output);
     for (size_t i = 0, at = 0; i < bytes.size(); at += bytes[i], ++i) {
       if (bytes[i] == 0) continue;
@@ -55,18 +41,16 @@ KernelResult make_collective_kernel(const KernelRequest& r) {
           !e.empty())
         return e;
     }
-    if (!collective || collective->world_size() <= 1 || total == 0) return "";
-    const size_t count = total / element;
-    if (std::string e = collective->all_reduce_sum(a.output, count, dtype, a.stream); !e.empty())
-      return e;
-    if (!mean) return "";
-    return cuda_error(launch_scale(a.output, int64_t(count), scale_storage(dtype),
-                                   1.0 / double(collective->world_size()), blocks, a.stream),
-                      "the all_reduce mean's scale");
+    // A world of one on the nccl device still reduces (a communicator of
+    // one rank), so the path is the same at every size.
+    if (!collective || total == 0) return "";
+    return collective->reduce_bucket(a.output, total / element, dtype, mean, a.stream);
   };
   std::string name = kernel_label(r.op, dtype) + " " + std::to_string(r.inputs.size()) +
                      " operands" + (collective ? "" : " (a world of one: packs)");
-  return kernel_of(std::move(launch), std::move(name));
+  Kernel k = kernel_of(std::move(launch), std::move(name));
+  k.forks = collective != nullptr;  // the reduction runs on the collective's stream
+  return k;
 }
 
 }  // namespace sexpgpu::cuda
