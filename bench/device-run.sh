@@ -37,7 +37,7 @@ DEPS=$SRC/.devdeps/root
 LIB=$DEPS/usr/lib/x86_64-linux-gnu
 mkdir -p "$DEPS"
 for f in "$SRC"/.devdeps/debs/*.deb; do dpkg -x "$f" "$DEPS"; done
-export LD_LIBRARY_PATH=$LIB/openblas-pthread:$LIB:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$LIB/openblas-pthread:$LIB:$DEPS/usr/lib:${LD_LIBRARY_PATH:-}
 
 if has build; then
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$LOGS/gpu.txt"
