@@ -37,6 +37,8 @@ DEPS=$SRC/.devdeps/root
 LIB=$DEPS/usr/lib/x86_64-linux-gnu
 mkdir -p "$DEPS"
 for f in "$SRC"/.devdeps/debs/*.deb; do dpkg -x "$f" "$DEPS"; done
+# Gloo's CMake package names its library by absolute path: point it here.
+sed -i "s|\"/usr/lib/libgloo|\"$DEPS/usr/lib/libgloo|g" "$DEPS"/usr/share/cmake/Gloo/GlooTargets-*.cmake
 export LD_LIBRARY_PATH=$LIB/openblas-pthread:$LIB:$DEPS/usr/lib:${LD_LIBRARY_PATH:-}
 
 if has build; then
