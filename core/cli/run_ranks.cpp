@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "cli/sweep_children.h"
 
@@ -44,7 +46,9 @@ int exit_code_of(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 
 
 }  // namespace
 
-int run_ranks(int ranks, const std::vector<std::string>& args, const std::string& argv0) {
+int run_ranks(int ranks, const std::function<std::vector<std::string>(int rank)>& args_of,
+              const std::vector<std::string>& command) {
+  const std::string argv0 = command.empty() ? "sexpgpu" : command[0];
   std::string error;
   const int port = free_port(&error);
   if (port == 0) {
@@ -56,10 +60,11 @@ int run_ranks(int ranks, const std::vector<std::string>& args, const std::string
     ChildPool::Env env = {{"SEXPGPU_RANK", std::to_string(r)},
                           {"SEXPGPU_WORLD_SIZE", std::to_string(ranks)},
                           {"SEXPGPU_LOCAL_RANK", std::to_string(r)},
-                          {"SEXPGPU_MASTER", "127.0.0.1:" + std::to_string(port)}};
-    if (!pool.start(size_t(r), args, &error, env)) {
+                          {"SEXPGPU_MASTER", "127.0.0.1:" + std::to_string(port)},
+                          {"SEXPGPU_LAUNCH_COMMAND", nlohmann::json(command).dump()}};
+    if (!pool.start(size_t(r), args_of(r), &error, env)) {
       std::cerr << "sexpgpu run: E-IO rank " << r << ": " << error << "\n";
-      // The ranks already started time out waiting for this one (E-RANK).
+      pool.kill_all(SIGKILL);  // the ranks started would wait for this one
       break;
     }
   }
@@ -67,11 +72,15 @@ int run_ranks(int ranks, const std::vector<std::string>& args, const std::string
   while (pool.running() > 0)
     pool.wait(
         [](size_t rank, const std::string& line) {
-          // Rank 0 speaks for the run; the others print only their close
-          // line under --json, which says what rank 0's says.
+          // Rank 0 speaks for the run; the others print nothing on
+          // standard output.
           if (rank == 0) std::cout << line << "\n" << std::flush;
         },
-        [&](size_t rank, int status) { codes[rank] = exit_code_of(status); });
+        [&](size_t rank, int status) {
+          codes[rank] = exit_code_of(status);
+          if (rank == 0 && codes[rank] != 0 && codes[rank] != 75 && codes[rank] != 130)
+            pool.kill_all(SIGKILL);
+        });
   int code = codes.count(0) ? codes[0] : 3;
   if (code == 0)
     for (const auto& [rank, c] : codes)

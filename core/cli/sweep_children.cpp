@@ -99,6 +99,10 @@ void ChildPool::forward(int sig) {
   for (auto& [key, c] : children_) ::kill(c.pid, sig);
 }
 
+void ChildPool::kill_all(int sig) {
+  for (auto& [key, c] : children_) ::kill(c.pid, sig);
+}
+
 void ChildPool::take_signals() {
   if (g_signal_pipe[0] < 0) return;
   unsigned char sigs[16];

@@ -46,6 +46,8 @@ class ChildPool {
   // Counts (and forwards) the signals that arrived, without waiting: call
   // it before starting a point, so a stop between points starts none.
   void take_signals();
+  // Sends `sig` to every running child (not counted as a stop signal).
+  void kill_all(int sig);
 
   // Waits until something happens, then reports it: each whole line a
   // child wrote, and each child that ended, with its wait(2) status (after

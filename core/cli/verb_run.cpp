@@ -3,9 +3,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,8 +15,10 @@
 #include <set>
 #include <sstream>
 
+#include "cli/run_ranks.h"
 #include "cli/settings.h"
 #include "cli/verbs.h"
+#include "dist/world.h"
 #include "host/plugin_host.h"
 #include "lisp/modules.h"
 #include "run/events.h"
@@ -28,6 +32,8 @@ namespace fs = std::filesystem;
 
 // --threads: the CPU device's threads; 0 is every core.
 constexpr int64_t kMaxThreads = 4096;
+// --ranks: processes on one machine.
+constexpr int64_t kMaxLocalRanks = 1024;
 
 namespace {
 
@@ -51,6 +57,9 @@ int exit_code_of(const train::RunOutcome& o) {
   switch (o.end) {
     case train::RunEnd::Finished: return kOk;
     case train::RunEnd::Refused:
+      // The rank variables, found wrong when the ranks meet: a usage error.
+      if (o.error && o.error->code == "E-WORLD") return kUsage;
+      [[fallthrough]];
     case train::RunEnd::Failed:
       return o.error && o.error->code == "E-RESUME-MISMATCH" ? kFileErrors : kRunFailed;
     case train::RunEnd::NonFinite: return kNonfinite;
@@ -59,6 +68,11 @@ int exit_code_of(const train::RunOutcome& o) {
     case train::RunEnd::Interrupted: return kInterrupted;
   }
   return kRunFailed;
+}
+
+// A failure's message and, when it has one, its fix line.
+std::string with_fix(const Diagnostic& d) {
+  return d.fix.empty() ? d.message : d.message + "\n  fix: " + d.fix;
 }
 
 // A run's closing lines (not under --json): its state, the final value of
@@ -129,10 +143,36 @@ std::string prepare_run_dir(const std::string& dir, bool resume, bool fresh, int
   }
 }
 
-// A --device value: cpu, auto, or a plugin's name with an optional :N.
-// A list (cuda:0,1) passes here: the run refuses it (several_processes_or_devices).
+// The GPUs of --device cuda:0,1,...: one rank each (run_ranks.h); empty
+// for any other device.
+std::vector<int> device_list(const std::string& spec) {
+  std::vector<int> out;
+  if (spec.rfind("cuda:", 0) != 0 || spec.find(',') == spec.npos) return out;
+  std::string_view rest = std::string_view(spec).substr(5);
+  while (true) {
+    size_t comma = rest.find(',');
+    std::optional<int> n = train::device_ordinal("cuda:" + std::string(rest.substr(0, comma)));
+    if (!n) return {};
+    out.push_back(*n);
+    if (comma == rest.npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// A --device value: cpu, auto, or a plugin's name with an optional :N, or a
+// list of GPUs cuda:0,1,... (each once).
 std::string device_problem(const std::string& spec) {
-  if (spec.empty() || spec == "auto" || spec == "cpu" || spec.find(',') != spec.npos) return "";
+  if (spec.empty() || spec == "auto" || spec == "cpu") return "";
+  if (spec.find(',') != spec.npos) {
+    std::vector<int> gpus = device_list(spec);
+    if (gpus.empty())
+      return "'" + spec + "' is not a list of GPUs: cuda:N,M,... (each N from 0 to " +
+             std::to_string(train::kMaxOrdinal) + ")";
+    std::set<int> seen(gpus.begin(), gpus.end());
+    if (seen.size() != gpus.size()) return "'" + spec + "' names a GPU twice";
+    return "";
+  }
   size_t colon = spec.find(':');
   std::string name = spec.substr(0, colon);
   if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != name.npos)
@@ -143,29 +183,28 @@ std::string device_problem(const std::string& spec) {
   return "";
 }
 
-// Training across several devices or processes is not built yet (docs/run.md,
-// "Several devices"): "" when this run is one process on one device, else the
-// refusal. Refused, not ignored: N processes a launcher started would
-// otherwise each train a full copy into the same run directory.
-std::string several_processes_or_devices(const std::string& device, const config::Setting& world) {
-  if (device.find(',') != device.npos)
-    return "--device " + device +
-           ": training on several devices at once is not built yet\n  fix: train on one "
-           "(cuda:N), or run a sweep's points side by side with sweep --jobs N";
-  const std::string& n = *world.value;
-  uint64_t size = 0;
-  auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), size);
-  bool whole = ec == std::errc() && end == n.data() + n.size() && size >= 1;
-  if (whole && size == 1) return "";
-  return world.origin + "=" + n + ": " +
-         (whole ? "this process is one of " + n +
-                      " that a launcher started, and training "
-                      "across processes is not built yet; each would train a full copy into the "
-                      "same run directory"
-                : std::string("the world size must be a whole number")) +
-         "\n  fix: start one process (unset " + world.origin +
-         "), or launch a sweep's points "
-         "as separate runs";
+// The arguments of rank `rank` of a run that run_ranks starts: this
+// command's, without --ranks and --gpus (the launcher's own flags) and, when
+// `device` is given, with --device set to it.
+std::vector<std::string> rank_args(const std::vector<std::string>& argv,
+                                   const std::optional<std::string>& device) {
+  std::vector<std::string> out;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    std::vector<std::string> dropped = {"--ranks", "--gpus"};
+    if (device) dropped.push_back("--device");
+    bool drop = false;
+    for (const std::string& flag : dropped) {
+      if (a == flag) {
+        drop = true, ++i;  // and its value
+      } else if (a.rfind(flag + "=", 0) == 0) {
+        drop = true;
+      }
+    }
+    if (!drop) out.push_back(a);
+  }
+  if (device) out.insert(out.end(), {"--device", *device});
+  return out;
 }
 
 }  // namespace
@@ -175,6 +214,7 @@ void add_run(CLI::App& app, int& exit_code) {
     std::string file, device, out, resume;
     std::optional<int64_t> steps, seed;
     int threads = 0;
+    int ranks = 1, gpus = 0;
     bool fresh = false, json = false, allow_changed = false;
     bool deterministic = false;
     std::vector<std::string> sinks, diags;
@@ -203,6 +243,12 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--diag", opts->diags, "sample diagnostic NAME");
   cmd->add_option("--threads", opts->threads, "CPU device threads (default 0: every core)")
       ->check(integer_range(0, kMaxThreads));
+  cmd->add_option("--ranks", opts->ranks,
+                  "train data-parallel as N processes on this machine (any device)")
+      ->check(integer_range(1, kMaxLocalRanks));
+  cmd->add_option("--gpus", opts->gpus,
+                  "train data-parallel on this machine's first N GPUs (one rank each, NCCL)")
+      ->check(integer_range(1, train::kMaxOrdinal + 1));
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
     // A refusal before the run: its message on standard error and, with
@@ -278,19 +324,68 @@ void add_run(CLI::App& app, int& exit_code) {
              ->device({opts->device, ""},
                       compiled.run.device_given ? std::optional(compiled.run.device) : std::nullopt)
              .value;
-    if (std::string e = several_processes_or_devices(ro.device, settings->world_size());
-        !e.empty()) {
-      refuse(kUsage, "E-UNSUPPORTED", e, nullptr);
+    // This process among the run's: the rank variables (E-WORLD when
+    // malformed), or the ranks this command starts (run_ranks.h).
+    Result<dist::World> world =
+        dist::world_from_env([](const char* name) -> std::optional<std::string> {
+          const char* v = std::getenv(name);
+          return v ? std::optional<std::string>(v) : std::nullopt;
+        });
+    if (!world) {
+      refuse(kUsage, "E-WORLD", with_fix(world.diagnostic()), nullptr);
       return;
     }
+    std::vector<int> gpu_list = device_list(ro.device);
+    int launch = 1;  // the ranks this command starts
+    std::string launcher;
+    if (opts->gpus > 0) {
+      launcher = "--gpus " + std::to_string(opts->gpus);
+      if (opts->ranks > 1 || !gpu_list.empty() || (ro.device != "auto" && ro.device != "cuda"))
+        return refuse(kUsage, "E-WORLD",
+                      launcher + " starts a rank on each of the first " +
+                          std::to_string(opts->gpus) + " GPUs on the cuda device" +
+                          "; it takes no --ranks, and no --device but cuda\n  fix: give "
+                          "one of --gpus N, --device cuda:0,1,... or --ranks N",
+                      nullptr);
+      launch = opts->gpus;
+      ro.device = "cuda";
+    } else if (!gpu_list.empty()) {
+      launcher = "--device " + ro.device;
+      if (opts->ranks > 1)
+        return refuse(kUsage, "E-WORLD",
+                      launcher + " starts a rank on each GPU it lists; it takes no --ranks",
+                      nullptr);
+      launch = int(gpu_list.size());
+    } else {
+      launcher = "--ranks " + std::to_string(opts->ranks);
+      launch = opts->ranks;
+    }
+    if (launch > 1 && (opts->gpus > 0 || !gpu_list.empty()) && !plugins.device("nccl")) {
+      const host::PluginRecord* r = plugins.find("nccl");
+      return refuse(kRunFailed, "E-DEVICE",
+                    launcher + ": training on several GPUs needs the nccl device plugin, which " +
+                        (r ? "did not load: " + r->reason : "is not on the plugin path") +
+                        "\n  fix: sexpgpu doctor lists the plugins and why each did not load",
+                    nullptr);
+    }
+    if (launch > 1 && world->several())
+      return refuse(kUsage, "E-WORLD",
+                    launcher + ": this process is already rank " + std::to_string(world->rank) +
+                        " of " + std::to_string(world->size) + " (" + world->origin +
+                        "), which a launcher started\n  fix: give the launcher the ranks, or "
+                        "this command, not both",
+                    nullptr);
+    if (gpu_list.size() == 1) ro.device = "cuda:" + std::to_string(gpu_list[0]);
+    ro.world = *world;
     ro.threads = opts->threads;
     ro.deterministic = opts->deterministic;
     ro.steps = opts->steps;
     ro.seed = opts->seed;
     ro.resume = opts->resume;
     ro.allow_changed = opts->allow_changed;
-    ro.json = opts->json;
-    ro.quiet = quiet();
+    // Rank 0 speaks for the run; the others print only their errors.
+    ro.json = opts->json && world->rank == 0;
+    ro.quiet = quiet() || world->rank > 0;
     ro.sinks = opts->sinks;
     ro.diags = opts->diags;
     ro.selection = selection_json(in, sel, slug);
@@ -302,24 +397,52 @@ void add_run(CLI::App& app, int& exit_code) {
       if (!m->path.empty() && !standard.count(m->path))
         ro.modules.push_back({m->path, read_text(m->path)});
     ro.argv = command_line();
+    // A rank of run --ranks/--gpus records the command the user typed.
+    if (const char* launched = std::getenv("SEXPGPU_LAUNCH_COMMAND");
+        launched && world->several()) {
+      nlohmann::json line = nlohmann::json::parse(launched, nullptr, false);
+      if (line.is_array() && !line.empty() &&
+          std::all_of(line.begin(), line.end(),
+                      [](const nlohmann::json& a) { return a.is_string(); }))
+        ro.argv = line.get<std::vector<std::string>>();
+    }
     int refused = kOk;
-    if (std::string e = prepare_run_dir(ro.run_dir, !opts->resume.empty(), opts->fresh, refused);
-        !e.empty()) {
-      size_t space = e.find(' ');
-      refuse(refused, e.substr(0, space), e.substr(space + 1), nullptr);
+    if (world->rank == 0)
+      if (std::string e = prepare_run_dir(ro.run_dir, !opts->resume.empty(), opts->fresh, refused);
+          !e.empty()) {
+        size_t space = e.find(' ');
+        refuse(refused, e.substr(0, space), e.substr(space + 1), nullptr);
+        return;
+      }
+    if (launch > 1) {
+      // The file compiled and the run directory is free: the ranks start.
+      const std::vector<std::string>& argv = command_line();
+      exit_code = run_ranks(
+          launch,
+          [&](int rank) {
+            std::optional<std::string> device;
+            if (opts->gpus > 0) device = "cuda";
+            if (!gpu_list.empty()) device = "cuda:" + std::to_string(gpu_list[size_t(rank)]);
+            std::vector<std::string> args = rank_args(argv, device);
+            // The run directory is settled: a rank moves nothing aside again.
+            args.erase(std::remove(args.begin(), args.end(), "--fresh"), args.end());
+            return args;
+          },
+          argv);
+      (void)s.release();
       return;
     }
     ro.exit_code_of = exit_code_of;
     ro.report = [](const std::string& message) { std::cerr << "sexpgpu run: " << message << "\n"; };
     const train::RunOutcome outcome = train::train(*s->compiled, ro, plugins);
     if (outcome.end == train::RunEnd::Refused) {
-      refuse(exit_code_of(outcome), outcome.error->code, outcome.error->message, nullptr);
+      refuse(exit_code_of(outcome), outcome.error->code, with_fix(*outcome.error), nullptr);
     } else {
       exit_code = exit_code_of(outcome);
       if (outcome.error)
-        std::cerr << "sexpgpu run: " << outcome.error->code << " " << outcome.error->message
+        std::cerr << "sexpgpu run: " << outcome.error->code << " " << with_fix(*outcome.error)
                   << "\n";
-      if (!opts->json) print_outcome(outcome, ro);
+      if (!opts->json && world->rank == 0) print_outcome(outcome, ro);
     }
     (void)s.release();  // the process ends next
   });

@@ -45,6 +45,26 @@ BatchField allocate(const Field& field, int64_t rows) {
   return out;
 }
 
+// "" when an epoch of m examples splits into the batches of `ranks` ranks
+// of `batch` each (loader.h), else why not.
+std::string global_batch_problem(int64_t m, int64_t batch, int ranks, bool drop_last) {
+  const int64_t global = batch * ranks;
+  std::string of = ranks > 1 ? "one global batch of " + std::to_string(global) + " (:batch " +
+                                   std::to_string(batch) + " x " + std::to_string(ranks) + " ranks)"
+                             : "one batch of " + std::to_string(batch);
+  if (drop_last && m < global)
+    return "the split has " + std::to_string(m) + " examples, fewer than " + of +
+           ", and :drop-last drops it";
+  if (ranks > 1 && !drop_last && m % global != 0)
+    return "the split's " + std::to_string(m) + " examples end in a remainder of " +
+           std::to_string(m % global) + " after whole global batches of " + std::to_string(global) +
+           " (:batch " + std::to_string(batch) + " x " + std::to_string(ranks) +
+           " ranks), which the ranks cannot share evenly\n  fix: give the loader :drop-last t "
+           "(the remainder is skipped, as one process with :batch " +
+           std::to_string(global) + " skips it), or a :batch that divides the split";
+  return "";
+}
+
 }  // namespace
 
 int64_t split_index(double fraction, int64_t n) {
@@ -79,21 +99,28 @@ Result<Loader> Loader::create(SourcePtr source, LoaderOptions options) {
     return R::failure(who + ": the split [" + std::to_string(begin) + ", " + std::to_string(end) +
                       ") of " + std::to_string(n) + " examples is empty");
   }
-  if (options.drop_last && end - begin < options.batch) {
-    return R::failure(who + ": the split has " + std::to_string(end - begin) +
-                      " examples, fewer than one batch of " + std::to_string(options.batch) +
-                      ", and :drop-last drops it");
+  if (options.ranks < 1 || options.rank < 0 || options.rank >= options.ranks) {
+    return R::failure(who + ": rank " + std::to_string(options.rank) + " of " +
+                      std::to_string(options.ranks) + " is not a rank of the world");
   }
+  int64_t global = 0;
+  if (__builtin_mul_overflow(options.batch, int64_t(options.ranks), &global))
+    return R::failure(who + ": :batch " + std::to_string(options.batch) + " times " +
+                      std::to_string(options.ranks) + " ranks does not fit in 64 bits");
+  if (std::string e =
+          global_batch_problem(end - begin, options.batch, options.ranks, options.drop_last);
+      !e.empty())
+    return R::failure(who + ": " + e);
   return Loader(std::move(source), std::move(options), begin, end);
 }
 
 int64_t Loader::batches_per_epoch() const {
-  int64_t m = examples_per_epoch(), b = options_.batch;
+  int64_t m = examples_per_epoch(), b = global_batch();
   return options_.drop_last ? m / b : (m + b - 1) / b;
 }
 
 int64_t Loader::last_batch_size() const {
-  int64_t r = examples_per_epoch() % options_.batch;
+  int64_t r = examples_per_epoch() % global_batch();
   return options_.drop_last || r == 0 ? options_.batch : r;
 }
 
@@ -130,7 +157,7 @@ const std::vector<int64_t>& Loader::cached_order() {
 
 void Loader::settle() {
   int64_t left = examples_per_epoch() - state_.offset;
-  if (left <= 0 || (options_.drop_last && left < options_.batch)) {
+  if (left <= 0 || (options_.drop_last && left < global_batch())) {
     ++state_.epoch;
     state_.offset = 0;
     ++state_.counters.epochs;
@@ -143,13 +170,22 @@ Result<Batch> Loader::next() {
     loaded_ = true;
   }
   settle();
-  int64_t rows = std::min(options_.batch, examples_per_epoch() - state_.offset);
+  // The global batch, and this rank's rows of it (loader.h).
+  const int64_t global = std::min(global_batch(), examples_per_epoch() - state_.offset);
+  if (options_.ranks > 1 && global < global_batch())
+    return Result<Batch>::failure(
+        who() + ": epoch " + std::to_string(state_.epoch) + " ends in " + std::to_string(global) +
+        " examples, less than a global batch of " + std::to_string(global_batch()) +
+        ", which the ranks cannot share evenly (a stage changed :batch mid-epoch)\n  fix: give "
+        "the loader :drop-last t");
+  const int64_t first = state_.offset + options_.rank * options_.batch;
+  const int64_t rows = std::min(options_.batch, global);
   indices_.resize(static_cast<size_t>(rows));
   if (options_.shuffle) {
     const std::vector<int64_t>& order = cached_order();
-    for (int64_t k = 0; k < rows; ++k) indices_[k] = begin_ + order[state_.offset + k];
+    for (int64_t k = 0; k < rows; ++k) indices_[k] = begin_ + order[first + k];
   } else {
-    for (int64_t k = 0; k < rows; ++k) indices_[k] = begin_ + state_.offset + k;
+    for (int64_t k = 0; k < rows; ++k) indices_[k] = begin_ + first + k;
   }
   Batch batch;
   batch.size = rows;
@@ -161,10 +197,10 @@ Result<Batch> Loader::next() {
     out.push_back(batch.fields.back().bytes.get());
   }
   source_->gather(indices_, out);
-  state_.offset += rows;
-  state_.counters.examples += rows;
+  state_.offset += global;
+  state_.counters.examples += global;
   state_.counters.batches += 1;
-  state_.counters.tokens += rows * source_->tokens_per_example();
+  state_.counters.tokens += global * source_->tokens_per_example();
   settle();
   return batch;
 }
@@ -180,6 +216,7 @@ nlohmann::json Loader::save(const LoaderState& at) const {
                           {"shuffle", options_.shuffle},
                           {"drop_last", options_.drop_last},
                           {"batch", options_.batch},
+                          {"ranks", options_.ranks},
                           {"epoch", at.epoch},
                           {"offset", at.offset},
                           {"counters",
@@ -277,14 +314,16 @@ Status Loader::apply_stage(const StageOverrides& overrides) {
       source = *view, begin = 0, end = (*view)->size();
     }
   }
-  if (options_.drop_last && end - begin < b) {
-    return Status::failure(
-        who() + ": a stage's :batch " + std::to_string(b) + " is more than the split's " +
-        std::to_string(end - begin) + " examples" +
-        (source != source_ ? " at :seq-len " + std::to_string(source->tokens_per_example())
-                           : std::string()) +
-        ", and :drop-last drops it");
-  }
+  if (int64_t global = 0; __builtin_mul_overflow(b, int64_t(options_.ranks), &global))
+    return Status::failure(who() + ": a stage's :batch " + std::to_string(b) + " times " +
+                           std::to_string(options_.ranks) + " ranks does not fit in 64 bits");
+  if (std::string e = global_batch_problem(end - begin, b, options_.ranks, options_.drop_last);
+      !e.empty())
+    return Status::failure(who() + ": a stage's :batch " + std::to_string(b) +
+                           (source != source_
+                                ? " at :seq-len " + std::to_string(source->tokens_per_example())
+                                : std::string()) +
+                           ": " + e);
   if (source != source_) {
     // The first window at or after the tokens the epoch has given.
     const int64_t n = source->tokens_per_example();

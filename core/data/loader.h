@@ -49,6 +49,14 @@
 //   in a remainder of another size than the one batch and split alone give).
 //   It follows every offset a stage can be entered at; a remainder depends
 //   only on the offset a stage's batches start from.
+// - Data parallel (docs/run.md, "Several GPUs and nodes"): a loader of rank
+//   r among R walks the epoch in global batches of G = batch x R examples,
+//   exactly as one loader of batch G does, and gives rank r the rows
+//   [r batch, (r + 1) batch) of each. The position and the counters are the
+//   global ones (an example index in the epoch's order, every rank's
+//   examples counted), so a checkpoint resumes at any R. A global batch is
+//   never split unevenly: with R > 1 an epoch must end in a whole global
+//   batch (:drop-last, or an epoch a multiple of G), else create() says so.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +80,9 @@ struct LoaderOptions {
   double split_from = 0.0;
   double split_to = 1.0;
   uint64_t seed = 0;
+  // This process's share of each global batch (see above): rank of ranks.
+  int rank = 0;
+  int ranks = 1;
 };
 
 struct LoaderCounters {
@@ -122,7 +133,8 @@ struct StageOverrides {
 class Loader {
  public:
   // Checks the options against the source: batch >= 1, 0 <= FROM <= TO <= 1,
-  // a non-empty split, and with :drop-last at least one whole batch.
+  // a non-empty split, and with :drop-last at least one whole (global)
+  // batch; with several ranks, an epoch of whole global batches.
   static Result<Loader> create(SourcePtr source, LoaderOptions options);
 
   const LoaderOptions& options() const { return options_; }
@@ -135,6 +147,8 @@ class Loader {
   // The window length now (token sources), 0 for the others.
   int64_t seq_len() const { return source_->tokens_per_example(); }
   int64_t examples_per_epoch() const { return end_ - begin_; }
+  // The examples one step of every rank takes: batch x ranks.
+  int64_t global_batch() const { return options_.batch * options_.ranks; }
   int64_t batches_per_epoch() const;
   // The rows of an epoch's last batch: the batch size, or the remainder.
   int64_t last_batch_size() const;

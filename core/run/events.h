@@ -47,6 +47,9 @@ class EventLog {
  public:
   // Opens path for appending, creating it; clock defaults to the system's.
   static ir::Result<EventLog> create(const std::string& path, Clock clock = {});
+  // A log that writes nothing and mirrors nothing: the events of a rank
+  // other than 0 in a run of several processes (rank 0 writes the run's).
+  static EventLog discarding();
   EventLog(EventLog&& other) noexcept;
   EventLog& operator=(EventLog&& other) noexcept;
   EventLog(const EventLog&) = delete;

@@ -124,6 +124,7 @@ StatusFile::StatusFile(std::string path, Clock clock)
 
 std::string StatusFile::write() {
   status_.updated = rfc3339_utc(clock_());
+  if (path_.empty()) return "";
   std::string error;
   if (!write_file_atomic(path_, status_.to_json().dump(2) + "\n", &error)) return error;
   return "";

@@ -55,7 +55,8 @@ struct RunStatus {
 class StatusFile {
  public:
   // Fills pid, host and started from this process and clock; writes nothing
-  // until the first update.
+  // until the first update. An empty path writes nothing ever (a rank other
+  // than 0: rank 0 writes the run's status).
   explicit StatusFile(std::string path, Clock clock = {});
 
   const std::string& path() const { return path_; }

@@ -117,6 +117,12 @@ nlohmann::json Device::memory_stats() {
   return nlohmann::json::parse(json, json + len, nullptr, false);
 }
 
+Status Device::all_reduce(const Buffer& b, bool mean) {
+  sg_buffer* buffer = b.handle();
+  return take(api_->all_reduce(&device_, &buffer, 1, mean ? SG_REDUCE_MEAN : SG_REDUCE_SUM, 0),
+              "all_reduce");
+}
+
 void Device::free_buffer(sg_buffer* b) {
   (void)take(api_->free(b), "free");
 }

@@ -95,6 +95,9 @@ class Device {
   Status run(const Program& p, std::span<sg_buffer* const> inputs,
              std::span<sg_buffer* const> outputs);
   nlohmann::json memory_stats();
+  // Every rank's `b` summed (or averaged) into every rank's `b`, on the
+  // default stream (the ABI's all_reduce: outside a step's own collectives).
+  Status all_reduce(const Buffer& b, bool mean);
 
   // For the owners above.
   void free_buffer(sg_buffer* b);

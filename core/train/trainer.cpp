@@ -95,6 +95,13 @@ Trainer::Trainer(const spec::RunSpec& run, const RunOptions& options, host::Plug
 // ---- setup -------------------------------------------------------------------------------
 
 Status Trainer::open_outputs() {
+  if (!writer()) {
+    // Rank 0 writes the run's record; the others keep their state in
+    // memory only (their errors still reach standard error).
+    events_.emplace(run::EventLog::discarding());
+    status_.emplace("");
+    return ok_status();
+  }
   std::error_code ec;
   fs::create_directories(opt_.run_dir, ec);
   if (ec) return fail("E-IO", "cannot create " + opt_.run_dir + ": " + ec.message());
@@ -136,11 +143,15 @@ Status Trainer::open_device() {
   std::string name = opt_.device == "auto" ? "cpu" : opt_.device;
   if (opt_.device == "auto" && plugins_.device("cuda")) {
     json options = common;
-    options["ordinal"] = 0;
-    if (Result<std::unique_ptr<Device>> d = Device::open(plugins_, "cuda", options)) {
-      device_ = std::move(d).value();
-      return ok_status();
-    }
+    std::string gpu = "cuda";
+    world_device(gpu, options);
+    if (!options.contains("ordinal")) options["ordinal"] = 0;
+    if (plugins_.device(gpu))
+      if (Result<std::unique_ptr<Device>> d = Device::open(plugins_, gpu, options)) {
+        device_ = std::move(d).value();
+        ordinal_ = options["ordinal"].get<int>();
+        return ok_status();
+      }
   }
   json options = common;
   if (name == "cpu") options["threads"] = opt_.threads;
@@ -154,9 +165,11 @@ Status Trainer::open_device() {
                                   std::to_string(kMaxOrdinal));
     options["ordinal"] = *ordinal;
   }
+  world_device(name, options);
   Result<std::unique_ptr<Device>> d = Device::open(plugins_, name, options);
   if (!d) return fail("E-DEVICE", d.error());
   device_ = std::move(d).value();
+  ordinal_ = options.value("ordinal", 0);
   return ok_status();
 }
 
@@ -164,7 +177,7 @@ Status Trainer::open_device() {
 // ("peak_flops": {"bf16", "tf32", "f32"}); the run's precision picks one.
 void Trainer::set_peak_flops() {
   for (const auto& [fn, flops] : run_.step_flops) step_flops_[fn] = flops.total();
-  size_t ordinal = size_t(device_ordinal(opt_.device).value_or(0));
+  size_t ordinal = size_t(ordinal_);
   const json& devices = device_->probe().value("devices", json::array());
   if (!devices.is_array() || ordinal >= devices.size()) return;
   const json& peak = devices[ordinal].value("peak_flops", json::object());
@@ -177,7 +190,7 @@ void Trainer::set_peak_flops() {
 // that cannot fit is E-MEMORY with both numbers, not an allocation failure
 // half-way through compiling.
 Status Trainer::check_memory() {
-  size_t ordinal = size_t(device_ordinal(opt_.device).value_or(0));
+  size_t ordinal = size_t(ordinal_);
   const json& devices = device_->probe().value("devices", json::array());
   if (!devices.is_array() || ordinal >= devices.size()) return ok_status();
   const json& have = devices[ordinal].value("memory_bytes", json(nullptr));
@@ -214,6 +227,13 @@ Status Trainer::load_data() {
               decl.source->files().size(), bytes, took.ms());
     for (const fs::path& f : decl.source->files())
       log::debug("data: loader {} reads {}", decl.name, f.string());
+  }
+  // The ranks share the training loader's global batches evenly, or the
+  // run does not start (data::Loader, "Data parallel").
+  if (world().several()) {
+    std::optional<data::Loader> shared;
+    if (Status f = make_loader(*run_.loaders.find(run_.train_loader), shared); !f)
+      return fail("E-WORLD", f.error());
   }
   return ok_status();
 }
@@ -370,6 +390,8 @@ Status Trainer::initialise() {
 Status Trainer::make_loader(const spec::LoaderDecl& decl, std::optional<data::Loader>& out) {
   data::LoaderOptions o = decl.options;
   if (!decl.has_seed) o.seed = uint64_t(seed_);
+  // The training loader is shared by the ranks; every rank evaluates whole.
+  if (decl.name == run_.train_loader) o.rank = world().rank, o.ranks = world().size;
   Result<data::Loader> loader = data::Loader::create(decl.source, o);
   if (!loader) return fail("E-LOADER-SOURCE", loader.error());
   out.emplace(std::move(loader).value());
@@ -578,14 +600,14 @@ Status Trainer::set_ctx(int64_t microbatch) {
     else if (key == "seed")
       v = double(seed_);
     else if (key == "rank")
-      v = 0;
+      v = double(world().rank);
     else if (key == "world-size")
-      v = 1;
+      v = double(world().size);
     else if (auto it = latest_.find(key); it != latest_.end())
       v = it->second;
     if (Status f = upload_scalar(buffer, v); !f) return f;
   }
-  int64_t rng[3] = {seed_, step_, microbatch};
+  int64_t rng[3] = {seed_, step_, draw_index(microbatch)};
   if (Status e = device_->upload(rng_, rng, sizeof rng); !e) return e;
   return ok_status();
 }
@@ -632,8 +654,8 @@ Status Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
     epoch_ = batch->epoch;
     if (Status f = set_ctx(mb); !f) return f;
     if (Status f = enqueue_fn(fn, &passes[size_t(mb)]); !f) return f;
-    interval_examples_ += batch->size;
     const data::LoaderCounters c = prefetch_->state().counters;
+    interval_examples_ += c.examples - examples_;  // every rank's
     examples_ = c.examples;
     interval_tokens_ += c.tokens - tokens_;
     tokens_ = c.tokens;
@@ -653,6 +675,9 @@ Status Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
   std::map<std::string, double> sums;
   for (const PendingScalars& pass : passes)
     for (const auto& [k, v] : pass) sums[k] += v / double(micro);
+  bool stop = world().several() && g_stop_signals.load() > 0;
+  bool checkpoint = world().several() && g_checkpoint_request.exchange(false);
+  if (Status f = reduce_step(sums, stop, checkpoint); !f) return f;
   out = sums;
   if (!std::isfinite(out["loss"])) {
     nonfinite = true;
@@ -769,7 +794,11 @@ nlohmann::json Trainer::open_metadata() const {
           {"params", param_count},
           {"steps", steps_},
           {"seed", seed_},
-          {"effective_batch", train->options.batch * run_.run.microbatches},
+          {"effective_batch", train->options.batch * run_.run.microbatches * world().size},
+          {"world",
+           {{"size", world().size},
+            {"origin", world().origin.empty() ? json(nullptr) : json(world().origin)},
+            {"master", world().several() ? json(world().master()) : json(nullptr)}}},
           {"host", host_name()},
           {"started", time},
           {"command", opt_.argv}};
@@ -783,8 +812,8 @@ Status Trainer::after_step(bool& stop) {
     if (periodic || at_end)
       if (Status f = evaluate(pass); !f) return f;
   }
-  bool want = (run_.run.checkpoint_every && done % *run_.run.checkpoint_every == 0) ||
-              g_checkpoint_request.exchange(false);
+  bool asked = world().several() ? checkpoint_agreed_ : g_checkpoint_request.exchange(false);
+  bool want = (run_.run.checkpoint_every && done % *run_.run.checkpoint_every == 0) || asked;
   // The last step's checkpoint is the :at-end one, unless that is off.
   if (want && (done < steps_ || !run_.run.checkpoint_at_end))
     if (Status f = checkpoint(); !f) return f;
@@ -822,12 +851,16 @@ RunOutcome Trainer::finish(RunEnd end, const Status& why) {
   json summary = summary_.to_json();
   json err = why ? json(nullptr) : json{{"code", why.code()}, {"message", why.error()}};
   std::optional<std::string> next;
-  if (state == "stopped" || state == "preempted") next = run::resume_command(opt_.argv);
+  if (state == "stopped" || state == "preempted" || (!why && why.code() == "E-RANK"))
+    next = run::resume_command(opt_.argv);
   if (status_) status_->edit().step = step_;
   if (events_) (void)events_->close(step_, state, exit_code, summary, err);
   close_sinks();
   if (status_) (void)status_->finish(state, exit_code, summary, err, next);
   if (progress_tty_) std::cerr << "\n";
+  // A goodbye when every rank ends alike (a failure is seen as a rank gone).
+  if (store_ && (end == RunEnd::Finished || end == RunEnd::Stopped || end == RunEnd::Preempted))
+    store_->leave();
   o.step = step_;
   o.steps = steps_;
   o.wall_s = wall;
@@ -849,6 +882,7 @@ RunOutcome Trainer::run() {
   std::string resume_from;
   if (!opt_.resume.empty())
     if (Status f = check_resume(resume_from); !f) return refuse(f);
+  if (Status f = join_world(); !f) return refuse(f);
   if (Status f = resolve(); !f) return refuse(f);
   if (Status f = open_outputs(); !f) return refuse(f);
   Status f = compile();
@@ -865,13 +899,26 @@ RunOutcome Trainer::run() {
       f = resume(resume_from);
       json resumed_from = {{"step", step_}, {"checkpoint", resume_from}};
       if (opt_.allow_changed) resumed_from["allow_changed"] = true;
+      if (resumed_world_ != world().size) resumed_from["world_size"] = resumed_world_;
       if (f) (void)events_->open(open_metadata(), resumed_from);
+      if (f && resumed_world_ != world().size) {
+        const int64_t per_rank =
+            run_.loaders.find(run_.train_loader)->options.batch * run_.run.microbatches;
+        (void)events_->warning(step_, "W-WORLD-CHANGED",
+                               "the checkpoint was taken on " + std::to_string(resumed_world_) +
+                                   " ranks (effective batch " +
+                                   std::to_string(per_rank * resumed_world_) + "); this run has " +
+                                   std::to_string(world().size) + " (effective batch " +
+                                   std::to_string(per_rank * world().size) +
+                                   "): the loader goes on from the same example");
+      }
     }
   } else if (f) {
     f = start_loader(std::nullopt);
     if (f) (void)events_->open(open_metadata());
   }
-  if (!f) return finish(RunEnd::Failed, f);
+  if (f) f = agree_on_start();
+  if (!f) return finish(RunEnd::Failed, rank_failure(f));
   if (run_.run.precision == "tf32" && device_->name() == "cpu")
     (void)events_->warning(std::nullopt, "W-PRECISION",
                            ":precision :tf32 asks for TF32 matrix products; the cpu device "
@@ -886,13 +933,15 @@ RunOutcome Trainer::run() {
 
   bool stop = false;
   while (step_ < steps_ && !stop) {
-    if (g_stop_signals.load() > 0) break;
+    // At a world above one the ranks stop together (reduce_step).
+    if (!world().several() && g_stop_signals.load() > 0) break;
     if (Status e = check_stage_end(); !e) return finish(RunEnd::Failed, e);
     auto t0 = std::chrono::steady_clock::now();
     Scalars s;
     bool nonfinite = false;
     std::string what;
-    if (Status e = train_step(s, nonfinite, what); !e) return finish(RunEnd::Failed, e);
+    if (Status e = train_step(s, nonfinite, what); !e)
+      return finish(RunEnd::Failed, rank_failure(e));
     if (nonfinite) {
       if (!run_.run.skip_nonfinite) {
         return finish(RunEnd::NonFinite,
@@ -923,8 +972,10 @@ RunOutcome Trainer::run() {
     if (!nonfinite && (step_ % run_.run.log_every == 0 || step_ == steps_ || step_ == 1))
       report_step(s, ms);
     if (Status e = after_step(stop); !e) return finish(RunEnd::Failed, e);
+    if (world().several() && stop_agreed_) break;
   }
   int signals = g_stop_signals.load();
+  if (world().several()) signals = stop_agreed_ ? std::max(signals, 1) : 0;
   if (signals > 0) {
     bool term = g_first_signal.load() == SIGTERM;
     std::string name = term ? "SIGTERM" : "SIGINT";

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/world.h"
 #include "host/plugin_host.h"
 #include "run/summary.h"
 #include "spec/run_spec.h"
@@ -69,6 +70,9 @@ struct RunOptions {
   // A problem the run goes on after (a sink that failed), for the CLI to
   // print; none when empty.
   std::function<void(const std::string& message)> report;
+  // This process among the run's (docs/run.md, "Several GPUs and nodes"):
+  // a world of one unless the rank variables say otherwise.
+  dist::World world;
 };
 
 // Trains, or refuses to: nothing is printed but progress (and with --json

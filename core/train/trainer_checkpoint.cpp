@@ -19,6 +19,11 @@ Status Trainer::download(const Buffer& b, std::vector<std::byte>& out) {
 }
 
 Status Trainer::checkpoint() {
+  if (!writer()) {
+    // Rank 0 writes it: every rank holds the same parameters and states.
+    last_checkpoint_step_ = step_;
+    return ok_status();
+  }
   (void)status_->set_state("checkpointing");
   // Owned copies of every tensor, then views of them for the writer.
   std::vector<std::vector<std::byte>> storage;
@@ -53,6 +58,7 @@ Status Trainer::checkpoint() {
                    {"stage", stage_},
                    {"wall_s", wall},
                    {"steps", steps_},
+                   {"world_size", world().size},
                    {"file_hash", file_hash_},
                    {"ir_hash", ir_hash_},
                    {"selection", opt_.selection}};
@@ -150,6 +156,7 @@ Status Trainer::resume(const std::string& checkpoint_dir) {
     return fail("E-RESUME-MISMATCH", "checkpoint " + *dir + " is in stage " +
                                          std::to_string(stage_) + ", which this run does not have");
   wall_before_resume_ = st.value("wall_s", 0.0);
+  resumed_world_ = st.value("world_size", int64_t(1));
   const json loaders = st.value("loaders", json::object());
   json saved = loaders.value(run_.train_loader, json(nullptr));
   return start_loader(saved.is_null() ? std::nullopt : std::optional<json>(saved));

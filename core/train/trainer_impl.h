@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "data/prefetch.h"
+#include "dist/store.h"
 #include "run/events.h"
 #include "run/status.h"
 #include "run/summary.h"
@@ -47,6 +48,7 @@ using Scalars = std::map<std::string, double>;
 class Trainer {
  public:
   Trainer(const spec::RunSpec& run, const RunOptions& options, host::PluginHost& plugins);
+  ~Trainer();
   RunOutcome run();
 
  private:
@@ -111,11 +113,39 @@ class Trainer {
   Status resume(const std::string& checkpoint_dir);
   Status download(const Buffer& b, std::vector<std::byte>& out);
 
+  // Several processes (trainer_world.cpp; docs/run.md, "Several GPUs and
+  // nodes"). Rank 0 alone writes the run directory; every rank runs every
+  // step, evaluation and diagnostic, so they stay in step.
+  const dist::World& world() const { return opt_.world; }
+  bool writer() const { return opt_.world.rank == 0; }
+  // Meets the other ranks at rank 0's store, which the plugins then reach.
+  Status join_world();
+  // The device's name and options at this world: cuda becomes nccl at a
+  // world above one, on GPU LOCAL_RANK unless the ordinal is given.
+  void world_device(std::string& name, nlohmann::json& options) const;
+  // The mean over the ranks of the step's per-pass scalars, and whether
+  // any rank was asked to stop or to checkpoint (the signals), so every
+  // rank decides alike at the same step.
+  // `stop` and `checkpoint` are this rank's own requests.
+  Status reduce_step(Scalars& passes, bool stop, bool checkpoint);
+  // A failure at a world above one, as E-RANK naming the ranks that are
+  // gone when some are (a collective fails when a peer dies), else as is.
+  Status rank_failure(const Status& why);
+  // After a resume: every rank starts from the same step, or none does.
+  Status agree_on_start();
+  // The microbatch index the rng and the loader see: ranks and
+  // microbatches together count like one process's microbatches.
+  int64_t draw_index(int64_t microbatch) const;
+
   const spec::RunSpec& run_;
   const RunOptions& opt_;
   host::PluginHost& plugins_;
-
+  std::unique_ptr<dist::Store> store_;  // before the device: it outlives it
   std::unique_ptr<Device> device_;
+  int ordinal_ = 0;  // the device's ordinal among the plugin's devices
+  Buffer reduced_;   // reduce_step's scalars
+  bool stop_agreed_ = false, checkpoint_agreed_ = false;
+  int64_t resumed_world_ = 1;  // the world of the checkpoint resumed from
   std::string ir_json_, ir_hash_, file_hash_;
   std::map<std::string, Bound> programs_;
   std::map<std::string, Slot> params_, states_, acc_;

@@ -62,6 +62,7 @@ struct sg_device {
 // processor at load time. Weak: another BLAS leaves them null.
 extern "C" char* openblas_get_config(void) __attribute__((weak));
 extern "C" char* openblas_get_corename(void) __attribute__((weak));
+extern "C" void openblas_set_num_threads(int threads) __attribute__((weak));
 
 namespace {
 
@@ -190,6 +191,10 @@ sg_error* open_device(const char* options_json, size_t options_len, sg_device** 
           return make_error(SG_ERROR_INVALID_ARGUMENT,
                             "option \"threads\" must be an integer >= 0");
         device->threads = options["threads"].get<int>();
+        // OpenBLAS's own threads too: its thread count changes how a product
+        // is split, and so its last bits (docs/devices.md).
+        if (device->threads > 0 && openblas_set_num_threads)
+          openblas_set_num_threads(device->threads);
       }
       if (options.contains("world")) {
         sexpgpu::cpu::GlooWorld world;

@@ -169,18 +169,23 @@ check never-opened-events '(map(.kind) | .[0] == "open" and (map(select(. == "cl
 "$BIN" run "$RUNFILE" --steps 2 --out "$D" >"$TMP/out" 2>"$TMP/err"
 expect opened-kept 2 $? "E-RUN-EXISTS" "$TMP/err"
 
-# Several devices or processes are refused before the run directory, not
-# ignored: a launcher's N processes would each train a full copy into it.
+# Rank variables that are incomplete or malformed are a usage error before
+# the run directory (a launcher's N processes would otherwise each train a
+# full copy into it); tests/e2e/ranks.sh trains across processes.
 for launch in SEXPGPU_WORLD_SIZE=2 WORLD_SIZE=4 SLURM_NTASKS=2 WORLD_SIZE=two; do
   env "$launch" "$BIN" run "$RUNFILE" --steps 2 --out "$TMP/world" >"$TMP/out" 2>"$TMP/err"
-  expect "world-$launch" 2 $? "^sexpgpu run: E-UNSUPPORTED ${launch}: " "$TMP/err" "fix: start one process" "$TMP/err"
+  expect "world-$launch" 2 $? "^sexpgpu run: E-WORLD " "$TMP/err" "fix: " "$TMP/err"
   [ -e "$TMP/world" ] && { echo "FAIL world-$launch: the run directory was written"; fail=$((fail + 1)); }
 done
 SEXPGPU_WORLD_SIZE=1 WORLD_SIZE=4 "$BIN" run "$RUNFILE" --steps 2 --out "$TMP/world1" --quiet >"$TMP/out" 2>"$TMP/err"
 expect world-size-1-wins 0 $? "finished at step 2/2" "$TMP/out"
-"$BIN" run "$RUNFILE" --steps 2 --device cuda:0,1 --out "$TMP/world" --json >"$TMP/out" 2>"$TMP/err"
-expect several-devices 2 $? "E-UNSUPPORTED --device cuda:0,1: training on several devices" "$TMP/err"
-check several-devices-close '.kind == "close" and .exit_code == 2 and .error.code == "E-UNSUPPORTED"' "$TMP/out"
+for flags in "--ranks 0" "--ranks 1025" "--gpus 0" "--gpus x" "--device cuda:0,0" "--device cuda:0,x"; do
+  "$BIN" run "$RUNFILE" --steps 2 $flags --out "$TMP/world" >"$TMP/out" 2>"$TMP/err"
+  expect "range-$flags" 2 $?
+done
+"$BIN" run "$RUNFILE" --steps 2 --gpus 2 --ranks 2 --out "$TMP/world" --json >"$TMP/out" 2>"$TMP/err"
+expect gpus-and-ranks 2 $? "E-WORLD --gpus 2 starts a rank on each" "$TMP/err"
+check gpus-and-ranks-close '.kind == "close" and .exit_code == 2 and .error.code == "E-WORLD"' "$TMP/out"
 [ -e "$TMP/world" ] && { echo "FAIL several-devices: the run directory was written"; fail=$((fail + 1)); }
 
 # ---- item 6: the command line ---------------------------------------------------------------

@@ -244,8 +244,9 @@ TEST_CASE("loader: a stage's batch applies at once and keeps the order", "[data]
   REQUIRE_FALSE(seq.ok());
   CHECK(seq.error().find("loader train: a stage's :seq-len 64: npy ") == 0);
   CHECK(seq.error().find("has no :seq-len") != std::string::npos);
-  CHECK(l.apply_stage({13, std::nullopt}).error().find("more than the split's 12 examples") !=
-        std::string::npos);
+  CHECK(l.apply_stage({13, std::nullopt})
+            .error()
+            .find("the split has 12 examples, fewer than one batch of 13") != std::string::npos);
   CHECK(l.apply_stage({0, std::nullopt}).error().find("at least 1") != std::string::npos);
 }
 
@@ -365,8 +366,8 @@ TEST_CASE("loader: a stage's :seq-len re-windows the split's tokens and keeps th
   CHECK(make_loader(s, {"train", 2, false, false, 0.2, 1.0, 0}).apply_stage({1, 81}).error() ==
         "loader train: a stage's :seq-len 81 needs 82 tokens, and the split has 81");
   CHECK(make_loader(s, {"train", 2, false, true, 0.2, 1.0, 0}).apply_stage({4, 40}).error() ==
-        "loader train: a stage's :batch 4 is more than the split's 2 examples at :seq-len 40, "
-        "and :drop-last drops it");
+        "loader train: a stage's :batch 4 at :seq-len 40: the split has 2 examples, fewer than "
+        "one batch of 4, and :drop-last drops it");
 }
 
 TEST_CASE("loader: a :seq-len view of random tokens is the same stream", "[data]") {
@@ -510,4 +511,63 @@ TEST_CASE("loader: stage_rows above the scan limit holds the exact shapes, in co
   CHECK_FALSE(
       scanned.stage_rows(std::vector<StageOverrides>{{3, std::nullopt}, {900, std::nullopt}}, false)
           .ok());
+}
+
+TEST_CASE("loader: ranks share each global batch, and the position is global", "[data]") {
+  TempDir dir;
+  SourcePtr s = indexed_source(dir, 40);
+  // One loader of batch 12 against 3 ranks of batch 4, over three epochs
+  // (40 examples: 3 global batches, a remainder of 4 dropped).
+  for (bool shuffle : {false, true}) {
+    Loader one = make_loader(s, {"train", 12, shuffle, true, 0.0, 1.0, 7});
+    std::vector<Loader> ranks;
+    for (int r = 0; r < 3; ++r) {
+      LoaderOptions o{"train", 4, shuffle, true, 0.0, 1.0, 7};
+      o.rank = r, o.ranks = 3;
+      ranks.push_back(make_loader(s, o));
+    }
+    for (int k = 0; k < 9; ++k) {
+      std::vector<int32_t> whole = next_indices(one), shared;
+      for (Loader& l : ranks) {
+        std::vector<int32_t> part = next_indices(l);
+        CHECK(part.size() == 4);
+        shared.insert(shared.end(), part.begin(), part.end());
+      }
+      CHECK(shared == whole);
+      for (const Loader& l : ranks) CHECK(l.state() == one.state());
+    }
+  }
+  // A position saved on 3 ranks continues on 1 and on 2 at the same example.
+  LoaderOptions o3{"train", 4, true, true, 0.0, 1.0, 7};
+  o3.rank = 1, o3.ranks = 3;
+  Loader three = make_loader(s, o3);
+  for (int k = 0; k < 4; ++k) (void)next_indices(three);
+  Loader one = make_loader(s, {"train", 12, true, true, 0.0, 1.0, 7});
+  REQUIRE(one.restore(three.save()).ok());
+  LoaderOptions o2{"train", 6, true, true, 0.0, 1.0, 7};
+  o2.rank = 0, o2.ranks = 2;
+  Loader two = make_loader(s, o2);
+  REQUIRE(two.restore(three.save()).ok());
+  std::vector<int32_t> whole = next_indices(one), first = next_indices(two);
+  CHECK(std::vector<int32_t>(whole.begin(), whole.begin() + 6) == first);
+  CHECK(three.save()["counters"]["examples"] == 48);
+}
+
+TEST_CASE("loader: several ranks need whole global batches", "[data]") {
+  TempDir dir;
+  SourcePtr s = indexed_source(dir, 40);
+  LoaderOptions o{"train", 4, false, false, 0.0, 1.0, 0};
+  o.rank = 0, o.ranks = 3;
+  ir::Result<Loader> l = Loader::create(s, o);
+  REQUIRE_FALSE(l.ok());
+  CHECK(l.error().find("loader train: the split's 40 examples end in a remainder of 4 after "
+                       "whole global batches of 12 (:batch 4 x 3 ranks)") == 0);
+  o.ranks = 2;  // 40 = 5 x 8: no remainder
+  CHECK(Loader::create(s, o).ok());
+  o.ranks = 11, o.drop_last = true;  // 44 > 40
+  CHECK(Loader::create(s, o).error() ==
+        "loader train: the split has 40 examples, fewer than one global batch of 44 (:batch 4 x "
+        "11 ranks), and :drop-last drops it");
+  o.rank = 11;
+  CHECK(Loader::create(s, o).error() == "loader train: rank 11 of 11 is not a rank of the world");
 }
