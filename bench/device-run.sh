@@ -5,7 +5,7 @@
 # on the cuda plugin, cuda_parity.py's training checks), then the benchmarks
 # against PyTorch; a short table comes last. Logs go to $OUT.
 #
-#   bench/device-run.sh [build] [test] [nccl] [profile] [torch-profile] [bench]   (default: build test bench)
+#   bench/device-run.sh [build] [test] [nccl] [bucketcost] [profile] [torch-profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
 # device tool): `bench/device-deps.sh` downloads them here. Call it without
@@ -41,14 +41,13 @@ for f in "$SRC"/.devdeps/debs/*.deb; do dpkg -x "$f" "$DEPS"; done
 sed -i "s|\"/usr/lib/libgloo|\"$DEPS/usr/lib/libgloo|g" "$DEPS"/usr/share/cmake/Gloo/GlooTargets-*.cmake
 export LD_LIBRARY_PATH=$LIB/openblas-pthread:$LIB:$DEPS/usr/lib:${LD_LIBRARY_PATH:-}
 
-if has build; then
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$LOGS/gpu.txt"
-  zlib=()
+# configure SOURCE BUILD: the GPU build of a source tree.
+configure() {
+  local zlib=()
   if [ ! -f /usr/include/zlib.h ]; then
     zlib=(-DZLIB_INCLUDE_DIR="$DEPS/usr/include" -DZLIB_LIBRARY=/usr/lib/x86_64-linux-gnu/libz.so.1)
   fi
-  start=$(date +%s)
-  cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_ARCHITECTURES=90a -DSEXPGPU_CUDA=ON \
     -DCMAKE_PREFIX_PATH="$DEPS/usr" -DBLA_VENDOR=OpenBLAS \
     -DCMAKE_LIBRARY_PATH="$LIB/openblas-pthread;$LIB" \
@@ -56,7 +55,13 @@ if has build; then
     -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$LIB" \
     -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$LIB" \
     -DCMAKE_MODULE_LINKER_FLAGS="-Wl,-rpath-link,$LIB" \
-    "${zlib[@]}" > "$LOGS/cmake.log" 2>&1 || { tail -40 "$LOGS/cmake.log"; note "configure FAILED"; }
+    "${zlib[@]}"
+}
+
+if has build; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$LOGS/gpu.txt"
+  start=$(date +%s)
+  configure "$SRC" "$BUILD" > "$LOGS/cmake.log" 2>&1 || { tail -40 "$LOGS/cmake.log"; note "configure FAILED"; }
   # The nccl plugin is built where the toolkit has NCCL (devices/nccl).
   nccl_target=()
   ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^sexpgpu-nccl:' && nccl_target=(sexpgpu-nccl)
@@ -97,6 +102,29 @@ if has nccl; then
   rc=$?
   tail -20 "$LOGS/nccl.log"
   note "nccl_parity.py exit $rc"
+fi
+
+if has bucketcost; then
+  # What the gradient buckets cost the plain cuda device (a world of one,
+  # where all_reduce only packs): GPT-2's median step before them
+  # (.devdeps/pre-buckets.tar, `git archive 2d4a3a9`) and now, alternated.
+  OLD=/tmp/pre-buckets
+  mkdir -p "$OLD" && tar xf "$SRC/.devdeps/pre-buckets.tar" -C "$OLD"
+  configure "$OLD" "$OLD/build-gpu" > "$LOGS/cmake-old.log" 2>&1 &&
+    ninja -C "$OLD/build-gpu" sexpgpu sexpgpu-cpu sexpgpu-cuda > "$LOGS/build-old.log" 2>&1 ||
+    { tail -20 "$LOGS/build-old.log"; note "pre-bucket build FAILED"; }
+  for round in 1 2; do
+    for which in before now; do
+      bin=$BUILD/core/sexpgpu
+      [ $which = before ] && bin=$OLD/build-gpu/core/sexpgpu
+      SEXPGPU_DATA=$SRC/.devdeps/data "$bin" run "$SRC/examples/gpt2.lisp" --device cuda --steps 60 \
+        --json --quiet --out "/tmp/bucketcost-$which-$round" --fresh > "$LOGS/bucketcost-$which-$round.jsonl" 2>&1
+      ms=$(python3 -c "import json,statistics,sys
+s=[json.loads(l)['metrics']['step-ms'] for l in open(sys.argv[1]) if l.startswith('{') and json.loads(l)['kind']=='step']
+print(f'{statistics.median(s[5:]):.3f}' if len(s)>5 else 'none')" "$LOGS/bucketcost-$which-$round.jsonl")
+      note "bucketcost round $round $which: GPT-2 median step $ms ms"
+    done
+  done
 fi
 
 if has profile; then

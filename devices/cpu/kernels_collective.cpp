@@ -10,6 +10,7 @@
 #include "collective.h"
 #include "ir/elementwise.h"
 #include "kernel.h"
+#include "plan/bucket_layout.h"
 
 namespace sexpgpu::cpu {
 namespace {
@@ -48,29 +49,22 @@ void scale(void* data, size_t count, ir::DType dtype, double k) {
 }  // namespace
 
 KernelResult make_collective_kernel(const KernelRequest& r) {
-  if (r.op != ir::Op::AllReduce) return no_kernel(r, "not a collective op");
-  if (!ir::is_float(r.output.dtype)) return no_kernel(r, "all_reduce sums floats only");
-  if (!r.attrs.reduction || (*r.attrs.reduction != "mean" && *r.attrs.reduction != "sum"))
-    return no_kernel(r, "the `reduction` is not \"mean\" or \"sum\"");
+  sexpgpu::plan::BucketLayout layout;
+  if (std::string why =
+          sexpgpu::plan::bucket_layout(r.op, r.output.dtype, r.attrs, r.inputs, layout);
+      !why.empty())
+    return no_kernel(r, why);
   const ir::DType dtype = r.output.dtype;
-  const size_t element = ir::size_bytes(dtype);
-  std::vector<size_t> bytes;
-  size_t total = 0;
-  for (const ir::TensorType& t : r.inputs) {
-    bytes.push_back(size_t(t.shape.numel().value_or(0)) * element);
-    total += bytes.back();
-  }
-  const bool mean = *r.attrs.reduction == "mean";
   Collective* collective = r.collective;
-  KernelFn fn = [bytes, total, element, dtype, mean, collective](const void* const* inputs,
-                                                                 void* output) -> std::string {
+  KernelFn fn = [layout, dtype, collective](const void* const* inputs,
+                                            void* output) -> std::string {
     auto* out = static_cast<std::byte*>(output);
-    for (size_t i = 0, at = 0; i < bytes.size(); at += bytes[i], ++i)
-      if (bytes[i] > 0) std::memcpy(out + at, inputs[i], bytes[i]);
+    for (size_t i = 0, at = 0; i < layout.bytes.size(); at += layout.bytes[i], ++i)
+      if (layout.bytes[i] > 0) std::memcpy(out + at, inputs[i], layout.bytes[i]);
     if (!collective || collective->world_size() <= 1) return "";
-    const size_t count = total / element;
-    if (std::string e = collective->all_reduce_sum(output, count, dtype); !e.empty()) return e;
-    if (mean) scale(output, count, dtype, 1.0 / double(collective->world_size()));
+    if (std::string e = collective->all_reduce_sum(output, layout.count(), dtype); !e.empty())
+      return e;
+    if (layout.mean) scale(output, layout.count(), dtype, 1.0 / double(collective->world_size()));
     return "";
   };
   std::string name = kernel_label(r.op, dtype) + " " + std::to_string(r.inputs.size()) +

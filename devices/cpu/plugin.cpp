@@ -25,6 +25,7 @@
 #include "ir/abi_dtype.h"
 #include "ir/json.h"
 #include "plan/geometry.h"
+#include "plan/run_checks.h"
 #include "program.h"
 #include "sexpgpu/sdk/errors.h"
 #include "sexpgpu/sdk/host_store.h"
@@ -314,30 +315,18 @@ sg_error* download(sg_buffer* buffer, void* out_host_data, size_t bytes, uint32_
 
 // ---- Running
 
-sg_error* check_buffer(const ir::TensorType& want, const sg_buffer* b, const std::string& what) {
-  if (!b) return make_error(SG_ERROR_INVALID_ARGUMENT, what + " is NULL");
-  if (b->type == want) return nullptr;
-  return make_error(SG_ERROR_INVALID_ARGUMENT, what + " is " + b->type.to_string() +
-                                                   ", the function needs " + want.to_string());
-}
-
 sg_error* run(sg_program* program, sg_buffer* const* inputs, size_t input_count,
               sg_buffer* const* outputs, size_t output_count, uint32_t) {
   return firewall([&]() -> sg_error* {
     const ir::Function& fn = program->program->function();
-    if (input_count != fn.inputs.size() || output_count != fn.outputs.size())
-      return make_error(SG_ERROR_INVALID_ARGUMENT,
-                        "'" + fn.name + "' takes " + std::to_string(fn.inputs.size()) +
-                            " inputs and " + std::to_string(fn.outputs.size()) +
-                            " outputs, given " + std::to_string(input_count) + " and " +
-                            std::to_string(output_count));
+    if (std::string e =
+            sexpgpu::plan::run_buffers_problem(fn, inputs, input_count, outputs, output_count);
+        !e.empty())
+      return make_error(SG_ERROR_INVALID_ARGUMENT, e);
     std::vector<const void*> in;
     std::vector<void*> out;
     std::set<const sg_buffer*> read(inputs, inputs + input_count);
     for (size_t k = 0; k < input_count; ++k) {
-      if (sg_error* e =
-              check_buffer(fn.type(fn.inputs[k]), inputs[k], "input " + std::to_string(k)))
-        return e;
       in.push_back(inputs[k]->bytes.data());
     }
     // The program writes an output as soon as it is computed, while later
@@ -345,10 +334,6 @@ sg_error* run(sg_program* program, sg_buffer* const* inputs, size_t input_count,
     // in-place update) is written to a scratch copy and moved in at the end.
     std::vector<std::pair<size_t, std::vector<std::byte>>> scratch;
     for (size_t j = 0; j < output_count; ++j) {
-      if (sg_error* e =
-              check_buffer(fn.type(fn.outputs[j].node), outputs[j],
-                           "output " + std::to_string(j) + " ('" + fn.outputs[j].name + "')"))
-        return e;
       if (read.count(outputs[j])) {
         scratch.push_back({j, std::vector<std::byte>(outputs[j]->bytes.size())});
         out.push_back(scratch.back().second.data());

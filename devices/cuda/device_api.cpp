@@ -32,6 +32,7 @@
 #include "cuda/codegen/nvrtc_cache.h"
 #include "ir/abi_dtype.h"
 #include "ir/json.h"
+#include "plan/run_checks.h"
 #include "program.h"
 #include "roofline.h"
 #include "sexpgpu/plugin.h"
@@ -452,31 +453,19 @@ sg_error* download(sg_buffer* buffer, void* out_host_data, size_t bytes, uint32_
 
 // ---- Running
 
-sg_error* check_buffer(const ir::TensorType& want, const sg_buffer* b, const std::string& what) {
-  if (!b) return make_error(SG_ERROR_INVALID_ARGUMENT, what + " is NULL");
-  if (b->type == want) return nullptr;
-  return make_error(SG_ERROR_INVALID_ARGUMENT, what + " is " + b->type.to_string() +
-                                                   ", the function needs " + want.to_string());
-}
-
 sg_error* run(sg_program* program, sg_buffer* const* inputs, size_t input_count,
               sg_buffer* const* outputs, size_t output_count, uint32_t) {
   return firewall([&]() -> sg_error* {
     const ir::Function& fn = program->program->function();
     sg_device* device = program->device;
-    if (input_count != fn.inputs.size() || output_count != fn.outputs.size())
-      return make_error(SG_ERROR_INVALID_ARGUMENT,
-                        "'" + fn.name + "' takes " + std::to_string(fn.inputs.size()) +
-                            " inputs and " + std::to_string(fn.outputs.size()) +
-                            " outputs, given " + std::to_string(input_count) + " and " +
-                            std::to_string(output_count));
+    if (std::string e =
+            sexpgpu::plan::run_buffers_problem(fn, inputs, input_count, outputs, output_count);
+        !e.empty())
+      return make_error(SG_ERROR_INVALID_ARGUMENT, e);
     std::vector<const void*> in;
     std::vector<void*> out;
     std::set<const sg_buffer*> read(inputs, inputs + input_count);
     for (size_t k = 0; k < input_count; ++k) {
-      if (sg_error* e =
-              check_buffer(fn.type(fn.inputs[k]), inputs[k], "input " + std::to_string(k)))
-        return e;
       in.push_back(inputs[k]->data);
     }
     // An output that is also an input (an in-place update) is written to a
@@ -486,10 +475,6 @@ sg_error* run(sg_program* program, sg_buffer* const* inputs, size_t input_count,
       for (auto& [j, p] : temporaries) cudaFreeAsync(p, device->stream);
     };
     for (size_t j = 0; j < output_count; ++j) {
-      if (sg_error* e =
-              check_buffer(fn.type(fn.outputs[j].node), outputs[j],
-                           "output " + std::to_string(j) + " ('" + fn.outputs[j].name + "')"))
-        return e;
       if (read.count(outputs[j]) && outputs[j]->bytes > 0) {
         void* p = nullptr;
         if (std::string e = cuda::cuda_error(cudaMallocAsync(&p, outputs[j]->bytes, device->stream),

@@ -12,39 +12,32 @@
 #include "cuda/check.h"
 #include "cuda/collective.h"
 #include "kernel.h"
+#include "plan/bucket_layout.h"
 
 namespace sexpgpu::cuda {
 
 KernelResult make_collective_kernel(const KernelRequest& r) {
-  if (r.op != ir::Op::AllReduce) return no_kernel(r, "not a collective op");
+  sexpgpu::plan::BucketLayout layout;
+  if (std::string why =
+          sexpgpu::plan::bucket_layout(r.op, r.output.dtype, r.attrs, r.inputs, layout);
+      !why.empty())
+    return no_kernel(r, why);
   const ir::DType dtype = r.output.dtype;
-  if (!ir::is_float(dtype)) return no_kernel(r, "all_reduce sums floats only");
-  if (!r.attrs.reduction || (*r.attrs.reduction != "mean" && *r.attrs.reduction != "sum"))
-    return no_kernel(r, "the `reduction` is not \"mean\" or \"sum\"");
-  const size_t element = ir::size_bytes(dtype);
-  std::vector<size_t> bytes;
-  size_t total = 0;
-  for (const ir::TensorType& t : r.inputs) {
-    bytes.push_back(size_t(t.shape.numel().value_or(0)) * element);
-    total += bytes.back();
-  }
-  const bool mean = *r.attrs.reduction == "mean";
   Collective* collective = r.context.collective;
-  LaunchFn launch = [bytes, total, element, dtype, mean,
-                     collective](const LaunchArgs& a) -> std::string {
+  LaunchFn launch = [layout, dtype, collective](const LaunchArgs& a) -> std::string {
     auto* out = static_cast<std::byte*>(a.output);
-    for (size_t i = 0, at = 0; i < bytes.size(); at += bytes[i], ++i) {
-      if (bytes[i] == 0) continue;
-      if (std::string e = cuda_error(
-              cudaMemcpyAsync(out + at, a.inputs[i], bytes[i], cudaMemcpyDeviceToDevice, a.stream),
-              "cudaMemcpyAsync");
+    for (size_t i = 0, at = 0; i < layout.bytes.size(); at += layout.bytes[i], ++i) {
+      if (layout.bytes[i] == 0) continue;
+      if (std::string e = cuda_error(cudaMemcpyAsync(out + at, a.inputs[i], layout.bytes[i],
+                                                     cudaMemcpyDeviceToDevice, a.stream),
+                                     "cudaMemcpyAsync");
           !e.empty())
         return e;
     }
     // A world of one on the nccl device still reduces (a communicator of
     // one rank), so the path is the same at every size.
-    if (!collective || total == 0) return "";
-    return collective->reduce_bucket(a.output, total / element, dtype, mean, a.stream);
+    if (!collective || layout.total == 0) return "";
+    return collective->reduce_bucket(a.output, layout.count(), dtype, layout.mean, a.stream);
   };
   std::string name = kernel_label(r.op, dtype) + " " + std::to_string(r.inputs.size()) +
                      " operands" + (collective ? "" : " (a world of one: packs)");
