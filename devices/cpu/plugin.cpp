@@ -24,6 +24,7 @@
 #include "cpu/collective_gloo.h"
 #include "ir/abi_dtype.h"
 #include "ir/json.h"
+#include "ir/passes/bucket_gradients.h"
 #include "plan/geometry.h"
 #include "plan/run_checks.h"
 #include "program.h"
@@ -229,6 +230,10 @@ sg_error* compile(sg_device* device, const char* ir_json, size_t ir_len, const c
   return firewall([&]() -> sg_error* {
     ir::Result<ir::Module> module = ir::module_from_json(std::string_view(ir_json, ir_len));
     if (!module) return make_error(SG_ERROR_INVALID_ARGUMENT, "reading the IR: " + module.error());
+    // Without other ranks a bucket's all_reduce is the identity: the
+    // gradients stay where the backward writes them (ir::elide_buckets).
+    if (!device->collective)
+      module = ir::without_buckets(std::move(module).value(), std::string_view(fn, fn_len));
     sexpgpu::cpu::Options options;
     options.threads = device->threads;
     options.collective = device->collective;

@@ -187,7 +187,7 @@ TEST_CASE("gradient buckets: a model's gradients keep their values", "[ir][bucke
     fn.outputs.push_back({names.back(), grads.grads[i]});
   }
   REQUIRE(verify(m, fn) == "");
-  Module before = m;
+  Module before = m, plain = m;
   for (Function& f : before.functions) REQUIRE(optimize(before, f) == "");
   auto want = run_cpu(before, "train_step");
 
@@ -212,8 +212,43 @@ TEST_CASE("gradient buckets: a model's gradients keep their values", "[ir][bucke
     CHECK(n->inputs.back() > previous);
     previous = n->inputs.back();
   }
+  // A device without other ranks takes the buckets out again: the
+  // outputs are the backward's gradients, the values the same.
+  Module elided = m;
+  Function& e = elided.functions[0];
+  CHECK(elide_buckets(e) == int(all_reduces(fn).size()));
+  CHECK(all_reduces(e).empty());
+  REQUIRE(verify(elided, e) == "");
+  // The function as before the bucket pass (both without dead nodes).
+  Module unbucketed = plain;
+  eliminate_dead_code(unbucketed.functions[0]);
+  CHECK(to_text(elided, e) == to_text(unbucketed, unbucketed.functions[0]));
+  REQUIRE(optimize(elided, e) == "");
+  CHECK(run_cpu(elided, "train_step") == want);
   REQUIRE(optimize(m, fn) == "");
   CHECK(run_cpu(m, "train_step") == want);
+}
+
+TEST_CASE("elide_buckets keeps a bucket that is read whole", "[ir][buckets]") {
+  Module m;
+  Function& fn = m.functions.emplace_back();
+  fn.name = "f";
+  Builder b(fn);
+  NodeId a = b.input("a", T("f32[3]"));
+  NodeId c = b.input("c", T("f32[2,2]"));
+  std::vector<NodeId> both = {a, c};
+  Attrs mean;
+  mean.reduction = "mean";
+  NodeId all = b.must(Op::AllReduce, std::span<const NodeId>(both.data(), 2), mean);
+  NodeId one = b.must(Op::AllReduce, std::span<const NodeId>(&a, 1), mean);
+  fn.outputs.push_back({"whole", all});
+  fn.outputs.push_back({"alone", one});
+  REQUIRE(verify(m, fn) == "");
+  CHECK(elide_buckets(fn) == 1);  // the bucket of one, which is `a` itself
+  REQUIRE(all_reduces(fn).size() == 1);
+  CHECK(fn.node(fn.outputs[0].node).op == Op::AllReduce);
+  CHECK(fn.node(fn.outputs[1].node).op == Op::Input);
+  REQUIRE(verify(m, fn) == "");
 }
 
 TEST_CASE("gradient buckets of update's grad inputs repoint every use", "[ir][buckets]") {

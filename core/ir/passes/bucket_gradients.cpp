@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <stdexcept>
+
+#include "ir/passes.h"
 
 namespace sexpgpu::ir {
 
@@ -159,6 +162,58 @@ GradientBuckets bucket_gradient_inputs(Function& fn, std::span<const std::string
   std::vector<Bucket> buckets = plan_buckets(fn, std::move(grads), bucket_bytes);
   Rebuilt r = rebuild(fn, buckets, true);
   return GradientBuckets{int(buckets.size()), std::move(r.new_id)};
+}
+
+int elide_buckets(Function& fn) {
+  // same[id]: the node a reader may read instead (itself unless an unpacked
+  // member); flat[id]: the member whose elements, flattened, node id holds.
+  std::vector<NodeId> same(fn.nodes.size()), flat(fn.nodes.size(), -1);
+  std::iota(same.begin(), same.end(), NodeId(0));
+  struct Member {
+    NodeId node;
+    int64_t at, numel;
+  };
+  std::map<NodeId, std::vector<Member>> buckets;
+  auto as_member = [&](NodeId id, NodeId member) {
+    flat[size_t(id)] = member;
+    if (fn.type(id) == fn.type(member)) same[size_t(id)] = member;
+  };
+  for (size_t i = 0; i < fn.nodes.size(); ++i) {
+    const Node& n = fn.nodes[i];
+    const NodeId id = NodeId(i);
+    if (n.op == Op::AllReduce) {
+      std::vector<Member>& members = buckets[id];
+      int64_t at = 0;
+      for (NodeId in : n.inputs) {
+        int64_t numel = fn.type(in).shape.numel().value_or(0);
+        members.push_back({in, at, numel});
+        at += numel;
+      }
+      if (n.inputs.size() == 1) as_member(id, n.inputs[0]);
+    } else if (n.op == Op::Slice && buckets.count(n.inputs[0]) && n.attrs.starts && n.attrs.ends &&
+               n.attrs.starts->size() == 1 && n.attrs.ends->size() == 1 &&
+               (!n.attrs.steps || (n.attrs.steps->size() == 1 && (*n.attrs.steps)[0] == 1))) {
+      const int64_t from = (*n.attrs.starts)[0], to = (*n.attrs.ends)[0];
+      for (const Member& m : buckets[n.inputs[0]])
+        if (m.at == from && m.at + m.numel == to) as_member(id, m.node);
+    } else if (n.op == Op::Reshape && flat[size_t(n.inputs[0])] >= 0) {
+      NodeId member = flat[size_t(n.inputs[0])];
+      if (fn.type(id) == fn.type(member)) same[size_t(id)] = member;
+    }
+  }
+  if (buckets.empty()) return 0;
+  for (Node& n : fn.nodes)
+    for (NodeId& in : n.inputs) in = same[size_t(in)];
+  for (Output& o : fn.outputs) o.node = same[size_t(o.node)];
+  eliminate_dead_code(fn);
+  int left = 0;
+  for (const Node& n : fn.nodes) left += n.op == Op::AllReduce;
+  return int(buckets.size()) - left;
+}
+
+Module without_buckets(Module module, std::string_view name) {
+  if (Function* fn = module.find(name)) elide_buckets(*fn);
+  return module;
 }
 
 }  // namespace sexpgpu::ir
