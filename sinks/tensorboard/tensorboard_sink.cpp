@@ -144,8 +144,9 @@ class TensorboardSink {
     int64_t step = step_of(event, kind);
     std::optional<double> wall = time_of(event);
     if (!wall)
-      throw Failure(SG_ERROR_INVALID_ARGUMENT,
-                    "a " + kind + " event needs an RFC 3339 `time`, got: " + line_start(line));
+      throw Failure(
+          SG_ERROR_INVALID_ARGUMENT,
+          article(kind) + kind + " event needs an RFC 3339 `time`, got: " + line_start(line));
     std::vector<std::pair<std::string, double>> scalars;
     auto metrics = event.find("metrics");
     if (metrics != event.end() && !metrics->is_null()) {
@@ -179,6 +180,7 @@ class TensorboardSink {
   }
 
  private:
+  static std::string article(const std::string& kind) { return kind == "eval" ? "an " : "a "; }
   static std::string line_start(std::string_view line) { return std::string(line.substr(0, 80)); }
 
   static std::optional<double> time_of(const ordered_json& event) {
@@ -191,7 +193,8 @@ class TensorboardSink {
     auto s = event.find("step");
     if (s == event.end() || !s->is_number_unsigned() || s->get<uint64_t>() > uint64_t(INT64_MAX))
       throw Failure(SG_ERROR_INVALID_ARGUMENT,
-                    "a " + kind + " event needs a `step`, an integer from 0 to 2^63-1, got: " +
+                    article(kind) + kind +
+                        " event needs a `step`, an integer from 0 to 2^63-1, got: " +
                         (s == event.end() ? std::string("none") : s->dump()));
     return s->get<int64_t>();
   }
