@@ -1,9 +1,11 @@
 // The event file's writer thread (event_file_writer.h).
 #include "tensorboard/event_file_writer.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 
 #include "common/sink_support.h"
 
@@ -11,7 +13,13 @@ namespace sexpgpu::sinks::tensorboard {
 
 EventFileWriter::EventFileWriter(std::string path, int fd, size_t max_pending_bytes)
     : path_(std::move(path)), fd_(fd), max_pending_bytes_(max_pending_bytes) {
+  // The thread starts with every signal blocked (it inherits the mask), so
+  // that SIGINT, SIGTERM and SIGUSR1 keep reaching the core's threads.
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &before);
   thread_ = std::thread([this] { run(); });
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 EventFileWriter::~EventFileWriter() {

@@ -12,6 +12,7 @@ Usage: tensorboard_sink.py SEXPGPU SOURCE_DIR
 import datetime
 import glob
 import json
+import math
 import os
 import re
 import signal
@@ -25,6 +26,7 @@ import time
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.compat.proto import event_pb2
 from tensorboard.compat.tensorflow_stub import errors, pywrap_tensorflow
+from tensorboard.plugins.text import text_plugin
 from tensorboard.util import tensor_util
 
 binary, source = sys.argv[1], sys.argv[2]
@@ -101,11 +103,12 @@ def expected_scalars(events):
 
 with tempfile.TemporaryDirectory() as tmp:
     run_dir = os.path.join(tmp, "runs", "tb")
-    started = time.monotonic()
     sexpgpu("run", run_file, "--out", run_dir, "--sink", "tensorboard")
     # TensorBoard orders a directory's files by name, whose time is in whole
     # seconds: the resume starts in a later second, as any real one does.
-    time.sleep(max(0.0, 1.05 - (time.monotonic() - started)))
+    with open(os.path.join(run_dir, "events.jsonl")) as f:
+        first_open = seconds(json.loads(f.readline())["time"])
+    time.sleep(max(0.0, math.floor(first_open) + 1.01 - time.time()))
     sexpgpu("run", run_file, "--out", run_dir, "--sink", "tensorboard",
             "--resume", os.path.join(run_dir, "checkpoints", "step-00000020"))
     with open(os.path.join(run_dir, "events.jsonl")) as f:
@@ -168,6 +171,10 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"text-{n}-fenced", text.startswith("```json\n") and text.endswith("\n```\n"), text)
         check(f"text-{n}-open-event", json.loads(body) == opens[n], body[:300])
         check(f"text-{n}-wall-time", abs(t.wall_time - seconds(opens[n]["time"])) < 1e-6)
+        # As the text plugin renders it: a code block.
+        html = text_plugin.text_array_to_html(value, True)
+        check(f"text-{n}-html", html.startswith("<pre><code") and opens[n]["slug"] in html,
+              html[:200])
 
     # A run still going: TensorBoard sees its steps before it ends.
     live_dir = os.path.join(tmp, "runs", "live")
