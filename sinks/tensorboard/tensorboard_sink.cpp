@@ -127,7 +127,8 @@ class TensorboardSink {
     auto resumed = opened.find("resumed_from");
     if (resumed != opened.end() && resumed->is_object()) {
       auto step = resumed->find("step");
-      if (step != resumed->end() && step->is_number_unsigned()) {
+      if (step != resumed->end() && step->is_number_unsigned() &&
+          step->get<uint64_t>() < uint64_t(INT64_MAX)) {
         text_step = step->get<int64_t>();
         append(session_start_event(wall, text_step + 1));
       }
@@ -151,8 +152,8 @@ class TensorboardSink {
     auto metrics = event.find("metrics");
     if (metrics != event.end() && !metrics->is_null()) {
       if (!metrics->is_object())
-        throw Failure(SG_ERROR_INVALID_ARGUMENT,
-                      "an event's `metrics` must be an object, got: " + metrics->dump());
+        throw Failure(SG_ERROR_INVALID_ARGUMENT, "an event's `metrics` must be an object, got: " +
+                                                     metrics->dump().substr(0, 80));
       // null (a non-finite value in JSON), booleans, strings: not scalars.
       for (const auto& [name, value] : metrics->items())
         if (value.is_number()) scalars.emplace_back(name, value.get<double>());
