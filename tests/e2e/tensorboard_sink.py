@@ -4,8 +4,9 @@ runs): a real run with an evaluation pass and a resume from an earlier
 checkpoint, then every scalar TensorBoard shows against events.jsonl (the
 same tags, steps, values to f32 precision and wall times, the steps the
 resume repeated replaced by the resumed session's), the `open` metadata as a
-text summary per session, and a run still going seen by TensorBoard before
-it ends. Run by tensorboard_sink.sh, which skips where this cannot run.
+text summary per session, a run still going seen by TensorBoard before it
+ends, and a sink that cannot write, which the run reports and outlives.
+Run by tensorboard_sink.sh, which skips where this cannot run.
 
 Usage: tensorboard_sink.py SEXPGPU SOURCE_DIR
 """
@@ -200,6 +201,17 @@ with tempfile.TemporaryDirectory() as tmp:
     final = accumulate(live_dir)
     check("live-all-steps", [s.step for s in final.Scalars("train/loss")]
           == sorted(expected_scalars(live_events)["train/loss"]))
+
+    # A sink that cannot write never fails the run: reported, dropped.
+    blocker = os.path.join(tmp, "blocker")
+    open(blocker, "w").close()
+    r = sexpgpu("run", run_file, "--out", os.path.join(tmp, "runs", "blocked"),
+                "--sink", f"tensorboard:{blocker}/tb")
+    check("unwritable-reported", f"sink tensorboard: tensorboard: cannot create directory "
+          f"{blocker}/tb: Not a directory" in r.stderr, r.stderr[-500:])
+    with open(os.path.join(tmp, "runs", "blocked", "events.jsonl")) as f:
+        last = json.loads(f.readlines()[-1])
+    check("unwritable-run-finished", last["kind"] == "close" and last["state"] == "finished", last)
 
 print(f"tensorboard-sink: {compared} scalars compared with events.jsonl")
 print(f"{passed} passed, {failed} failed")
