@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs what SexpGPU needs to build and test on Debian 12 (as root).
-# Every dependency is a Debian package; nothing is downloaded from elsewhere.
+# The build's dependencies are Debian packages; the test peers are Debian's
+# packages, plus PyPI's where Debian has none (in a venv, below).
+# libprotobuf-dev and protobuf-compiler build the tensorboard sink; its
+# CRC-32C is Boost.CRC's (libboost-dev).
 # --tests adds the test peers: python3-torch (PyTorch 1.13, whose numbers
 # torch-parity compares with, and whose torchrun starts the ranks test's
-# processes).
+# processes), and the venv /opt/sexpgpu-test/venv (python3-venv: Debian's
+# python3 is externally managed) with PyPI's tensorboard, whose reader the
+# tensorboard-sink test reads the sink's files back with.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
@@ -12,7 +17,12 @@ apt-get install -y -qq --no-install-recommends \
   libspdlog-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev \
   libboost-dev libboost-filesystem-dev catch2 libcli11-dev \
   libopenblas-dev zlib1g-dev libcurl4-openssl-dev libedit-dev jq libgloo-dev \
+  libprotobuf-dev protobuf-compiler \
   dataset-fashion-mnist fortunes
 if [ "${1:-}" = "--tests" ]; then
-  apt-get install -y -qq --no-install-recommends python3-torch
+  apt-get install -y -qq --no-install-recommends python3-torch python3-venv
+  # Made once, shared by every test peer from PyPI; each adds its packages.
+  TEST_VENV=/opt/sexpgpu-test/venv
+  [ -x "$TEST_VENV/bin/python3" ] || /usr/bin/python3 -m venv "$TEST_VENV"
+  "$TEST_VENV/bin/python3" -m pip install -q --disable-pip-version-check tensorboard==2.21.0
 fi
