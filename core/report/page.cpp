@@ -68,10 +68,17 @@ std::string guard_lt(std::string_view text, std::initializer_list<std::string_vi
 Result<ChartLibrary> load_dygraphs(const std::string& js_path) {
   std::string path = js_path.empty() ? std::string(kDygraphsDir) + "/dygraph.min.js" : js_path;
   std::optional<std::string> js = read_file(path);
-  if (!js)
-    return fail("", "cannot read the charting library " + path + " (" + std::strerror(errno) +
-                        "): install Debian's libjs-dygraphs (apt-get install libjs-dygraphs)" +
-                        (js_path.empty() ? "" : ", or point SEXPGPU_DYGRAPHS at its dygraph.min.js"));
+  if (!js) {
+    std::string why = std::strerror(errno);
+    if (js_path.empty())
+      return fail("", "cannot read the charting library " + path + " (" + why +
+                          "): install Debian's libjs-dygraphs (apt-get install libjs-dygraphs), "
+                          "or point SEXPGPU_DYGRAPHS at a dygraph.min.js");
+    return fail("", "cannot read the charting library " + path +
+                        ", which SEXPGPU_DYGRAPHS names (" + why +
+                        "): it is dygraph.min.js of Debian's libjs-dygraphs; unset "
+                        "SEXPGPU_DYGRAPHS to use the package's");
+  }
   ChartLibrary lib;
   lib.js_path = path;
   lib.js = without_source_map(std::move(*js));

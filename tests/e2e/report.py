@@ -148,7 +148,8 @@ def not_blank(png, name):
 def runs_of(report_json):
     with open(os.path.join(TMP, report_json)) as f:
         j = json.load(f)
-    return j["path"], [(r["label"], r["dir"]) for r in j["runs"]]
+    # Paths as report printed them, relative to where it ran: TMP, or absolute.
+    return os.path.join(TMP, j["path"]), [(r["label"], os.path.join(TMP, r["dir"])) for r in j["runs"]]
 
 
 driver = browser()

@@ -72,7 +72,9 @@ cat >"$TMP/scan.lisp" <<'LISP'
 (defrun :steps 40 :log-every 5 :target ("held-out/acc" :>= 0.9)
   :checkpoint (:every 20 :keep 1))
 LISP
-"$BIN" sweep "$TMP/scan.lisp" lr-scan --out "$TMP/sweep" --quiet >/dev/null 2>"$TMP/err"
+# The sweep runs in $TMP with relative paths, as a user types it: its page
+# is docs/report.png's picture.
+(cd "$TMP" && PATH=$(dirname "$BIN"):$PATH sexpgpu sweep scan.lisp lr-scan --out sweep --quiet) >/dev/null 2>"$TMP/err"
 expect sweep 0 $?
 
 # ---- report, without a browser --------------------------------------------------------------
@@ -95,13 +97,13 @@ else echo "ok   report-offline"; fi
 grep -q "Content-Security-Policy\" content=\"default-src 'none'" "$PAGE" && echo "ok   report-csp" ||
   { echo "FAIL report-csp"; fail=$((fail + 1)); }
 
-"$BIN" report "$TMP/sweep" -o "$TMP/sweep.html" --json >"$TMP/sweep.json" 2>"$TMP/err"
+(cd "$TMP" && "$BIN" report sweep -o sweep.html --json) >"$TMP/sweep.json" 2>"$TMP/err"
 expect report-sweep 0 $?
-check report-sweep-points '(.runs | length) == 3 and .sweeps[0].points == 3 and .sweeps[0].runs == 3 and .path == "'"$TMP/sweep.html"'"' "$TMP/sweep.json"
+check report-sweep-points '(.runs | length) == 3 and .sweeps[0].points == 3 and .sweeps[0].runs == 3 and .path == "sweep.html"' "$TMP/sweep.json"
 check report-sweep-eval '[.series[] | select(.source == "eval") | .name] | sort == ["held-out/acc", "held-out/loss"]' "$TMP/sweep.json"
 check report-sweep-lr '[.series[].name] | index("lr/default") != null' "$TMP/sweep.json"
 
-POINT=$(jq -r '.runs[1].dir' "$TMP/sweep.json")
+POINT=$TMP/$(jq -r '.runs[1].dir' "$TMP/sweep.json")
 "$BIN" report "$TMP/runs/small" "$POINT" -o "$TMP/overlay.html" --json >"$TMP/overlay.json" 2>"$TMP/err"
 expect report-overlay 0 $?
 check report-overlay-runs '(.runs | length) == 2 and (.series[] | select(.name == "train/loss") | .runs == 2)' "$TMP/overlay.json"
@@ -129,6 +131,9 @@ expect report-no-library 3 $? "libjs-dygraphs" "$TMP/err" "no/dygraph.min.js" "$
 expect report-unwritable 3 $? "cannot write" "$TMP/err"
 "$BIN" report >"$TMP/out" 2>"$TMP/err"
 expect report-no-args 2 $?
+"$BIN" report "$TMP/runs/small" -o "$TMP/quiet.html" --quiet >"$TMP/out" 2>"$TMP/err"
+expect report-quiet 0 $?
+[ -s "$TMP/err" ] || [ -s "$TMP/out" ] && { echo "FAIL report-quiet: output"; fail=$((fail + 1)); }
 
 # ---- the pages in a browser -----------------------------------------------------------------
 
