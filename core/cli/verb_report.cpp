@@ -85,8 +85,8 @@ void add_report(CLI::App& app, int& exit_code) {
     bool json = false;
   };
   auto opts = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(
-      "report", "write one self-contained HTML file charting runs (and sweeps)");
+  CLI::App* cmd =
+      app.add_subcommand("report", "write one self-contained HTML file charting runs (and sweeps)");
   cmd->add_option("run", opts->runs, "run directories or sweep directories")->required();
   cmd->add_option("-o,--out", opts->out,
                   "the HTML file to write (default: the first RUN's report.html)");

@@ -82,7 +82,8 @@ Result<ChartLibrary> load_dygraphs(const std::string& js_path) {
   ChartLibrary lib;
   lib.js_path = path;
   lib.js = without_source_map(std::move(*js));
-  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  std::string dir =
+      path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
   for (const char* css : {"/dygraph.min.css", "/dygraph.css"})
     if (std::optional<std::string> text = read_file((dir.empty() ? "." : dir) + css)) {
       lib.css = without_source_map(std::move(*text));
@@ -170,9 +171,8 @@ json page_data(const Report& report, const std::vector<std::string>& series,
   json sweeps = json::array();
   for (const SweepData& s : report.sweeps)
     sweeps.push_back({{"dir", s.dir}, {"sweep", s.sweep}, {"runs", s.runs}});
-  return {{"title", title},     {"version", version}, {"generated", generated},
-          {"runs", runs},       {"series", charts},   {"timeline", timeline},
-          {"sweeps", sweeps}};
+  return {{"title", title},   {"version", version},   {"generated", generated}, {"runs", runs},
+          {"series", charts}, {"timeline", timeline}, {"sweeps", sweeps}};
 }
 
 std::string render_page(const json& data, const ChartLibrary& library) {

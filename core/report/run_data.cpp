@@ -31,7 +31,8 @@ std::string number_text(const json& v) {
 // A diagnostic's values, flattened to "diag/NAME/KEY/SUBKEY" numbers.
 // Histograms are left out: dozens of buckets are not series anyone reads
 // one chart at a time (the events keep them).
-void flatten(const json& v, const std::string& prefix, std::vector<std::pair<std::string, json>>& out) {
+void flatten(const json& v, const std::string& prefix,
+             std::vector<std::pair<std::string, json>>& out) {
   if (v.is_number() || v.is_null()) {
     out.emplace_back(prefix, v);
     return;
@@ -119,8 +120,8 @@ Status add_run(Report& report, const fs::path& dir) {
 
 std::optional<double> parse_time(const std::string& text) {
   int y, mo, d, h, mi, s, consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s,
-                  &consumed) != 6)
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &consumed) !=
+      6)
     return std::nullopt;
   double frac = 0;
   size_t at = size_t(consumed);
@@ -233,9 +234,8 @@ std::vector<std::string> series_order(const Report& report) {
   std::map<std::string, std::string> source;
   for (const RunData& r : report.runs)
     for (const auto& [name, s] : r.series) names.insert(name), source.emplace(name, s.source);
-  static const std::vector<std::string> measured = {"grad-norm",      "step-ms",      "examples-per-s",
-                                                    "tokens-per-s",   "mfu",          "memory-bytes",
-                                                    "epoch"};
+  static const std::vector<std::string> measured = {
+      "grad-norm", "step-ms", "examples-per-s", "tokens-per-s", "mfu", "memory-bytes", "epoch"};
   auto rank = [&](const std::string& n) -> int {
     if (n == "train/loss") return 0;
     if (n.starts_with("train/")) return 1;

@@ -24,8 +24,8 @@ using nlohmann::json;
 
 struct Point {
   int64_t step = 0;
-  double wall_s = 0;             // seconds since the run's first event
-  std::optional<double> value;   // none: the event held null (a non-finite value)
+  double wall_s = 0;            // seconds since the run's first event
+  std::optional<double> value;  // none: the event held null (a non-finite value)
 };
 
 struct Series {
@@ -46,9 +46,9 @@ struct Moment {
 };
 
 struct RunData {
-  std::string dir;    // as named on the command line (or found in a sweep)
-  std::string label;  // the slug, unique among the runs of one report
-  std::string state;  // the close event's, else the status file's, else "running"
+  std::string dir;          // as named on the command line (or found in a sweep)
+  std::string label;        // the slug, unique among the runs of one report
+  std::string state;        // the close event's, else the status file's, else "running"
   std::vector<json> opens;  // every session's open event, in order
   json close = nullptr;     // the last close event
   json status = nullptr;    // status.json when readable
@@ -59,8 +59,8 @@ struct RunData {
 
 struct SweepData {
   std::string dir;
-  json sweep;                 // sweep.json as written
-  std::vector<size_t> runs;   // the report's runs that are this sweep's points, in point order
+  json sweep;                // sweep.json as written
+  std::vector<size_t> runs;  // the report's runs that are this sweep's points, in point order
 };
 
 struct Report {
