@@ -26,13 +26,25 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// A string field of sweep.json, which may have been edited by hand.
+std::string text_field(const json& j, const char* key, const char* otherwise) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                                : otherwise;
+}
+
+size_t points_of(const json& sweep) {
+  return sweep.is_object() && sweep.contains("points") && sweep["points"].is_array()
+             ? sweep["points"].size()
+             : 0;
+}
+
 std::string title_of(const report::Report& r) {
   if (r.runs.empty() && r.sweeps.empty()) return "sexpgpu report";
   std::string names;
   size_t shown = 0;
   for (const report::SweepData& s : r.sweeps) {
-    names += (names.empty() ? "" : ", ") + std::string("sweep ") + s.sweep.value("sweep", "?") +
-             " of " + s.sweep.value("file", "?");
+    names += (names.empty() ? "" : ", ") + std::string("sweep ") +
+             text_field(s.sweep, "sweep", "?") + " of " + text_field(s.sweep, "file", "?");
     ++shown;
   }
   std::vector<const report::RunData*> alone;
@@ -61,8 +73,8 @@ json summary_json(const std::string& path, const report::Report& r,
   json sweeps = json::array();
   for (const report::SweepData& s : r.sweeps)
     sweeps.push_back({{"dir", s.dir},
-                      {"sweep", s.sweep.value("sweep", "")},
-                      {"points", s.sweep.value("points", json::array()).size()},
+                      {"sweep", text_field(s.sweep, "sweep", "")},
+                      {"points", points_of(s.sweep)},
                       {"runs", s.runs.size()}});
   json drawn = json::array();
   for (const std::string& name : series) {

@@ -29,6 +29,9 @@ var momentColours = {
 };
 var settings = {x: 'step', smoothing: 1, log: false, moments: true, filter: ''};
 
+// A list from the data, which a hand-edited file may have made something else.
+function list(v) { return Array.isArray(v) ? v : []; }
+
 function el(tag, props, children) {
   var e = document.createElement(tag);
   Object.keys(props || {}).forEach(function(k) {
@@ -69,7 +72,7 @@ function colour(run) { return palette[run % palette.length]; }
 function selectionText(sel) {
   if (!sel || typeof sel !== 'object') return show(sel);
   var parts = [];
-  if (sel.variants && sel.variants.length) parts.push('variants ' + sel.variants.join(','));
+  if (list(sel.variants).length) parts.push('variants ' + list(sel.variants).join(','));
   Object.keys(sel.sets || {})
       .forEach(function(k) { parts.push('--set ' + k + '=' + show(sel.sets[k])); });
   if (sel.point) parts.push('point ' + sel.point);
@@ -81,25 +84,26 @@ function selectionText(sel) {
 
 function deviceText(d) {
   if (!d || typeof d !== 'object') return show(d);
-  var list = (d.devices || []).map(function(x) {
+  var devices = list(d.devices).map(function(x) {
     var mem = x.memory_bytes ? ', ' + (x.memory_bytes / 1073741824).toFixed(1) + ' GiB' : '';
     var cc = x.compute_capability ? ', sm ' + x.compute_capability : '';
     return x.name + mem + cc + (x.driver ? ' (' + x.driver + ')' : '');
   });
-  return (d.name || '?') + ' ' + (d.version || '') + (list.length ? ': ' + list.join('; ') : '');
+  return (d.name || '?') + ' ' + (d.version || '') +
+      (devices.length ? ': ' + devices.join('; ') : '');
 }
 
 function runCard(run, index) {
   var open = run.opens.length ? run.opens[0] : {};
   var facts = [
-    ['directory', run.dir], ['state', run.state], ['command', (open.command || []).join(' ')],
+    ['directory', run.dir], ['state', run.state], ['command', list(open.command).join(' ')],
     ['file', (open.file || '-') + (open.file_hash ? '  (hash ' + open.file_hash + ')' : '')],
     ['selection', selectionText(open.selection)], ['IR hash', open.ir_hash],
     ['parameters', open.params], ['steps, seed', show(open.steps) + ', seed ' + show(open.seed)],
     ['effective batch', open.effective_batch], ['device', deviceText(open.device)],
     [
       'plugins',
-      (open.plugins || [])
+      list(open.plugins)
           .map(function(p) { return p.name + ' ' + p.kind + ' ' + p.version; })
           .join(', ')
     ],
@@ -108,10 +112,12 @@ function runCard(run, index) {
     [
       'sessions',
       run.opens.length +
-          (run.opens.length > 1 ? ' (resumed ' + (run.opens.length - 1) + ' times)' : '')
+          (run.opens.length === 2   ? ' (resumed once)' :
+               run.opens.length > 2 ? ' (resumed ' + (run.opens.length - 1) + ' times)' :
+                                      '')
     ]
   ];
-  if (open.modules && open.modules.length)
+  if (list(open.modules).length)
     facts.push(
         ['modules', open.modules.map(function(m) { return m.path + ' ' + m.hash; }).join(', ')]);
   var summary = run.close && run.close.summary;
@@ -171,7 +177,7 @@ function runCard(run, index) {
 
 function sweepTable(s) {
   var sw = s.sweep || {};
-  var points = sw.points || [];
+  var points = list(sw.points);
   var knobs = [], metrics = [];
   points.forEach(function(p) {
     Object.keys(p.knobs || {}).forEach(function(k) {
@@ -200,7 +206,7 @@ function sweepTable(s) {
   });
   return el('div', {cls: 'sweep'}, [
     el('h3', {text: 'sweep ' + show(sw.sweep) + ' of ' + show(sw.file) + ': ' + show(sw.state)}),
-    el('p', {cls: 'muted', text: s.dir + '  ' + (sw.command || []).join(' ')}),
+    el('p', {cls: 'muted', text: s.dir + '  ' + list(sw.command).join(' ')}),
     el('table', {cls: 'sweep-table'},
        [
          el('thead', {}, [el('tr', {}, head.map(function(h) { return el('th', {text: h}); }))]),

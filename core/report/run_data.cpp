@@ -180,7 +180,10 @@ RunData run_from_events(const std::vector<json>& events, const std::string& dir)
     it = it->second.points.empty() ? run.series.erase(it) : std::next(it);
   const json* first = run.opens.empty() ? nullptr : &run.opens.front();
   run.label = first ? text_of(*first, "slug") : "";
-  if (run.label.empty()) run.label = fs::path(dir).lexically_normal().filename().string();
+  if (run.label.empty()) {
+    fs::path normal = fs::path(dir).lexically_normal();  // "runs/a/" ends in an empty name
+    run.label = (normal.has_filename() ? normal : normal.parent_path()).filename().string();
+  }
   if (run.label.empty()) run.label = dir;
   run.state = run.close.is_object() ? text_of(run.close, "state") : "running";
   return run;

@@ -48,7 +48,11 @@ def expected_series(run_dir):
     out = {}
     evs = events(run_dir)
     t0 = seconds(evs[0]["time"])
-    for e in evs:
+    for i, e in enumerate(evs):
+        if e["kind"] == "open" and i > 0 and "resumed_from" in e:
+            # A resume goes back to its checkpoint: later points are reported again.
+            back = e["resumed_from"]["step"]
+            out = {k: [p for p in pts if p[0] <= back] for k, pts in out.items()}
         if e["kind"] in ("step", "eval"):
             for name, v in e["metrics"].items():
                 if v is None or isinstance(v, (int, float)):
@@ -161,6 +165,15 @@ try:
         texts = driver.execute_script(
             "return Array.from(document.querySelectorAll('tr.kind-annotation td.text')).map(e => e.textContent)")
         ok("run-annotation-as-text", len(texts) == 1 and texts[0].startswith(HOSTILE), repr(texts))
+        kinds = driver.execute_script(
+            "return Array.from(document.querySelectorAll('tr.moment')).map(e => e.className.slice(12))")
+        ok("run-timeline", kinds == ["start", "warning", "checkpoint", "close", "resume", "checkpoint", "close",
+                                     "annotation"],
+           str(kinds))
+        sessions = driver.execute_script(
+            "return Array.from(document.querySelectorAll('.run table.facts th')).filter("
+            "e => e.textContent == 'sessions').map(e => e.nextSibling.textContent)")
+        ok("run-resumed-once", sessions == ["2 (resumed once)"], str(sessions))
         scripts = driver.execute_script("return document.scripts.length")
         ok("run-no-injected-script", scripts == 3, "%d scripts" % scripts)
         Select(driver.find_element("id", "x-axis")).select_by_value("wall")

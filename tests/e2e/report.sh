@@ -41,8 +41,12 @@ check() {
 # ---- the runs -----------------------------------------------------------------------------
 
 HOSTILE='</script><script>alert(1)</script>'
-"$BIN" run "$SRC/examples/smallest.lisp" --steps 40 --out "$TMP/runs/small" --quiet >/dev/null 2>"$TMP/err"
+# 20 steps (--resume latest with no checkpoint yet: a warning), then resumed to 40.
+"$BIN" run "$SRC/examples/smallest.lisp" --steps 20 --out "$TMP/runs/small" --resume latest --quiet >/dev/null 2>"$TMP/err"
 expect train-small 0 $?
+"$BIN" run "$SRC/examples/smallest.lisp" --steps 40 --out "$TMP/runs/small" --resume latest --allow-changed \
+  --quiet >/dev/null 2>"$TMP/err"
+expect train-small-resumed 0 $?
 "$BIN" annotate "$TMP/runs/small" "$HOSTILE" --data '{"why": "<img src=x onerror=alert(2)>"}' 2>"$TMP/err"
 expect annotate-hostile 0 $?
 
