@@ -12,6 +12,7 @@ SEXPGPU_REPORT_SCREENSHOT=FILE keeps the sweep report's screenshot.
 import io
 import json
 import os
+import shutil
 import sys
 from datetime import datetime, timezone
 
@@ -78,12 +79,12 @@ return window.sexpgpuReport.charts.map(function (c) {
 
 def browser():
     options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
+    options.binary_location = shutil.which("chromium")
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--window-size=1200,900", "--hide-scrollbars"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(executable_path="/usr/bin/chromedriver"), options=options)
+    return webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")), options=options)
 
 
 def open_page(driver, name, path):
@@ -191,7 +192,17 @@ try:
     if open_page(driver, "overlay", path):
         charts = compare(driver, "overlay", runs, "step")
         loss = [c for c in charts if c["series"] == "train/loss"]
-        ok("overlay-two-lines", len(loss) == 1 and len(loss[0]["lines"]) == 2)
+        ok("overlay-three-lines", len(loss) == 1 and len(loss[0]["lines"]) == 3)
+        # The run named "<img src=x onerror=alert(3)>" is text in the legends and its card.
+        driver.execute_script("window.sexpgpuReport.charts[0].graph.setSelection(0)")
+        images = driver.execute_script("return document.querySelectorAll('img').length")
+        named = driver.execute_script(
+            "return Array.from(document.querySelectorAll('.run h3')).map(e => e.textContent)")
+        legend = driver.execute_script(
+            "return document.querySelector('.chart[data-series=\"train/loss\"] .legend').textContent")
+        ok("overlay-names-as-text", images == 0 and "<img src=x onerror=alert(3)>" in legend
+           and any(n.startswith("<img src=x onerror=alert(3)>") for n in named),
+           "%d images, legend %r, cards %s" % (images, legend, named))
         console_errors(driver, "overlay")
 
     # The sweep: a line per point in every chart, a row per point in its table.

@@ -50,6 +50,11 @@ expect train-small-resumed 0 $?
 "$BIN" annotate "$TMP/runs/small" "$HOSTILE" --data '{"why": "<img src=x onerror=alert(2)>"}' 2>"$TMP/err"
 expect annotate-hostile 0 $?
 
+# A run whose file name (and so its slug, its label in the page) is markup.
+cp "$SRC/examples/smallest.lisp" "$TMP/<img src=x onerror=alert(3)>.lisp"
+"$BIN" run "$TMP/<img src=x onerror=alert(3)>.lisp" --steps 3 --out "$TMP/runs/hostile" --quiet >/dev/null 2>"$TMP/err"
+expect train-hostile-name 0 $?
+
 # A sweep of three learning rates with an evaluation pass, a schedule, a
 # target and checkpoints: every kind of series and timeline event.
 cat >"$TMP/scan.lisp" <<'LISP'
@@ -108,9 +113,10 @@ check report-sweep-eval '[.series[] | select(.source == "eval") | .name] | sort 
 check report-sweep-lr '[.series[].name] | index("lr/default") != null' "$TMP/sweep.json"
 
 POINT=$TMP/$(jq -r '.runs[1].dir' "$TMP/sweep.json")
-"$BIN" report "$TMP/runs/small" "$POINT" -o "$TMP/overlay.html" --json >"$TMP/overlay.json" 2>"$TMP/err"
+"$BIN" report "$TMP/runs/small" "$POINT" "$TMP/runs/hostile" -o "$TMP/overlay.html" --json >"$TMP/overlay.json" 2>"$TMP/err"
 expect report-overlay 0 $?
-check report-overlay-runs '(.runs | length) == 2 and (.series[] | select(.name == "train/loss") | .runs == 2)' "$TMP/overlay.json"
+check report-overlay-runs '(.runs | length) == 3 and (.series[] | select(.name == "train/loss") | .runs == 3)' "$TMP/overlay.json"
+grep -qF '<img src=x' "$TMP/overlay.html" && { echo "FAIL report-overlay-escaped: a run's name is markup"; fail=$((fail + 1)); }
 
 # A run being written: a last line cut short is skipped, and the run says running.
 mkdir -p "$TMP/live"
