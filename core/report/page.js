@@ -65,6 +65,16 @@ function table(rows, cls) {
             }))]);
 }
 
+// A value axis's label: 2M rather than 2.00e+6, 0.5 rather than 500m.
+function tick(v) {
+  var a = Math.abs(v);
+  var units = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e4, 'k']];
+  for (var i = 0; i < units.length; i++)
+    if (a >= units[i][0]) return String(Number((v / units[i][0]).toPrecision(3))) + units[i][1];
+  if (a !== 0 && a < 1e-3) return v.toExponential(1);
+  return String(Number(v.toPrecision(4)));
+}
+
 function colour(run) { return palette[run % palette.length]; }
 
 // ---- the runs: open metadata and summary ----------------------------------------------------
@@ -117,6 +127,14 @@ function runCard(run, index) {
                                       '')
     ]
   ];
+  run.opens.slice(1).forEach(function(o) {
+    var from = o.resumed_from || {};
+    facts.push([
+      'resumed',
+      'at step ' + show(from.step) + ' from ' + show(from.checkpoint) + ': ' +
+          list(o.command).join(' ')
+    ]);
+  });
   if (list(open.modules).length)
     facts.push(
         ['modules', open.modules.map(function(m) { return m.path + ' ' + m.hash; }).join(', ')]);
@@ -294,6 +312,7 @@ function makeChart(series, holder) {
     labelsDiv: legend,
     labelsSeparateLines: false,
     legend: 'always',
+    axes: {y: {axisLabelWidth: 60, axisLabelFormatter: tick}},
     xlabel: settings.x === 'step' ? 'step' : 'wall time (s)',
     underlayCallback: drawMoments(runs),
     width: 520,
