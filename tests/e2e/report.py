@@ -81,7 +81,8 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium")
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1200,900", "--hide-scrollbars"):
+                 "--window-size=1200,900", "--hide-scrollbars",
+                 "--user-data-dir=" + os.path.join(TMP, "chromium-profile")):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")), options=options)
