@@ -185,6 +185,8 @@ function runCard(run, index) {
     parts.push(el('h4', {text: 'status (no close event yet)'}));
     parts.push(table([
       ['state', run.status.state], ['step', show(run.status.step) + ' / ' + show(run.status.steps)],
+      ['stage', run.status.stage], ['ETA (s)', run.status.eta_s],
+      ['last checkpoint', run.status.last_checkpoint && run.status.last_checkpoint.path],
       ['updated', run.status.updated]
     ]));
   }

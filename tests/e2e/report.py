@@ -188,7 +188,14 @@ try:
         not_blank(chart.screenshot_as_png, "run-chart")
         console_errors(driver, "run")
 
-    # Two runs overlaid.
+    # A run still going when it was reported: its status instead of a summary.
+    path, runs = runs_of("running.json")
+    if open_page(driver, "running", path):
+        status = driver.execute_script("return Array.from(document.querySelectorAll('.run h4')).map(e => e.textContent)")
+        ok("running-status", "status (no close event yet)" in status, str(status))
+        console_errors(driver, "running")
+
+    # Three runs overlaid.
     path, runs = runs_of("overlay.json")
     if open_page(driver, "overlay", path):
         charts = compare(driver, "overlay", runs, "step")

@@ -118,6 +118,18 @@ expect report-overlay 0 $?
 check report-overlay-runs '(.runs | length) == 3 and (.series[] | select(.name == "train/loss") | .runs == 3)' "$TMP/overlay.json"
 grep -qF '<img src=x' "$TMP/overlay.html" && { echo "FAIL report-overlay-escaped: a run's name is markup"; fail=$((fail + 1)); }
 
+# A run still going, reported as it trains (then stopped with SIGTERM).
+"$BIN" run "$SRC/examples/smallest.lisp" --steps 100000000 --out "$TMP/running" --quiet >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+  [ "$(cat "$TMP/running/events.jsonl" 2>/dev/null | grep -c '"kind":"step"')" -ge 2 ] && break
+  sleep 0.1
+done
+"$BIN" report "$TMP/running" --json >"$TMP/running.json" 2>"$TMP/err"
+expect report-running 0 $?
+kill -TERM "$pid"; wait "$pid"
+check report-running-state '.runs[0].state == "running" and (.series[] | select(.name == "train/loss") | .points >= 2)' "$TMP/running.json"
+
 # A run being written: a last line cut short is skipped, and the run says running.
 mkdir -p "$TMP/live"
 head -n 4 "$TMP/runs/small/events.jsonl" >"$TMP/live/events.jsonl"
