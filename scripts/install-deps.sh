@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs what SexpGPU needs to build and test on Debian 12 (as root).
-# The build's dependencies are Debian packages; the test peers are Debian's
-# packages, plus PyPI's where Debian has none (in a venv, below).
-# libprotobuf-dev and protobuf-compiler build the tensorboard sink; its
-# CRC-32C is Boost.CRC's (libboost-dev).
+# The build's dependencies and the binary's are Debian packages; only the
+# test peers of --tests come from PyPI (in a venv, below).
+# libprotobuf-dev and protobuf-compiler build the tensorboard sink (its
+# CRC-32C is Boost.CRC's); libjs-dygraphs is the charting library `sexpgpu
+# report` inlines into its pages.
 # --tests adds the test peers: python3-torch (PyTorch 1.13, whose numbers
 # torch-parity compares with, and whose torchrun starts the ranks test's
-# processes), and the venv /opt/sexpgpu-test/venv (python3-venv: Debian's
-# python3 is externally managed) with PyPI's tensorboard, whose reader the
-# tensorboard-sink test reads the sink's files back with.
+# processes); chromium and chromium-driver, the browser the report test
+# opens pages in; and the PyPI peers in one venv the tests share (Debian's
+# python3 is externally managed), /opt/sexpgpu-test/venv, made once and
+# added to: tensorboard (its reader reads the sink's files back), selenium
+# (drives chromium) and pillow (reads its screenshots).
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
@@ -18,11 +21,11 @@ apt-get install -y -qq --no-install-recommends \
   libboost-dev libboost-filesystem-dev catch2 libcli11-dev \
   libopenblas-dev zlib1g-dev libcurl4-openssl-dev libedit-dev jq libgloo-dev \
   libprotobuf-dev protobuf-compiler \
-  dataset-fashion-mnist fortunes
+  dataset-fashion-mnist fortunes libjs-dygraphs
 if [ "${1:-}" = "--tests" ]; then
-  apt-get install -y -qq --no-install-recommends python3-torch python3-venv
-  # Made once, shared by every test peer from PyPI; each adds its packages.
+  apt-get install -y -qq --no-install-recommends python3-torch python3-venv chromium chromium-driver
   TEST_VENV=/opt/sexpgpu-test/venv
   [ -x "$TEST_VENV/bin/python3" ] || /usr/bin/python3 -m venv "$TEST_VENV"
-  "$TEST_VENV/bin/python3" -m pip install -q --disable-pip-version-check tensorboard==2.21.0
+  "$TEST_VENV/bin/python3" -m pip install -q --disable-pip-version-check \
+    tensorboard==2.21.0 selenium pillow
 fi

@@ -15,6 +15,10 @@ extern const EmbeddedFile kPreludeFiles[];  // "prelude/prelude.lisp", ... in lo
 extern const size_t kPreludeFiles_count;
 extern const EmbeddedFile kDocPages[];  // "lisp", "check", ... and "llms.txt"
 extern const size_t kDocPages_count;
+// core/report/page.js and page.css, the report page's own script and style
+// (linked into the sexpgpu binary by the report library).
+extern const EmbeddedFile kReportFiles[];  // "page.js", "page.css"
+extern const size_t kReportFiles_count;
 // devices/cuda/codegen/elementwise_prelude.cuh, which NVRTC compiles with every
 // generated kernel (linked into the cuda plugin only).
 extern const EmbeddedFile kCudaPrelude[];
