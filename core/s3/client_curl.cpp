@@ -69,7 +69,29 @@ struct Transfer {
   CURL* curl;
   Response* response;
   const Sink* sink;
+  int timeout_s;
+  // The stall watch: the bytes seen and when they last grew.
+  curl_off_t seen = -1;
+  std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
+  bool stalled = false;
 };
+
+// libcurl's own low-speed limit averages over a window of seconds, so a
+// transfer that stops dead after a burst goes on for that long; this
+// counts from the last byte instead. Called about once a second and on
+// every read; non-zero aborts the transfer.
+int on_progress(void* user, curl_off_t, curl_off_t now_down, curl_off_t, curl_off_t now_up) {
+  auto* t = static_cast<Transfer*>(user);
+  auto now = std::chrono::steady_clock::now();
+  if (now_down + now_up != t->seen) {
+    t->seen = now_down + now_up;
+    t->since = now;
+    return 0;
+  }
+  if (now - t->since < std::chrono::seconds(t->timeout_s)) return 0;
+  t->stalled = true;
+  return 1;
+}
 
 std::string lower(std::string s) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -126,7 +148,9 @@ bool transient(const Response& r) {
     case CURLE_GOT_NOTHING:
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM: return true;
+    case CURLE_HTTP2_STREAM:
+    case CURLE_ABORTED_BY_CALLBACK:  // only on_progress aborts: a stall
+      return true;
     default: return false;
   }
 }
@@ -234,7 +258,7 @@ class CurlClient final : public Client {
       return response;
     }
     char error[CURL_ERROR_SIZE] = {};
-    Transfer t{curl, &response, sink};
+    Transfer t{curl, &response, sink, options_.timeout_s};
     curl_slist* headers = nullptr;
     headers = curl_slist_append(
         headers, (std::string("x-amz-content-sha256: ") + kEmptyPayloadSha256).c_str());
@@ -250,9 +274,9 @@ class CurlClient final : public Client {
     curl_easy_setopt(curl, CURLOPT_USERAGENT, "sexpgpu/" SEXPGPU_VERSION);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, long(options_.timeout_s));
-    // A stall: under one byte a second for timeout_s seconds.
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, long(options_.timeout_s));
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
     curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
@@ -266,7 +290,9 @@ class CurlClient final : public Client {
     }
     response.result = curl_easy_perform(curl);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-    if (response.result != CURLE_OK)
+    if (t.stalled)
+      response.transport = "no byte for " + std::to_string(options_.timeout_s) + " s (a stall)";
+    else if (response.result != CURLE_OK)
       response.transport = *error ? std::string(error) : curl_easy_strerror(response.result);
     curl_easy_cleanup(curl);
     curl_slist_free_all(headers);

@@ -71,8 +71,14 @@ S3_UPLOAD_PART_MIN_SIZE=262144 "$PY" -m moto.server -H 127.0.0.1 -p "$MOTO_PORT"
 PIDS+=($!)
 "$PY" "$HERE/s3/fault_proxy.py" "$PROXY_PORT" "$MOTO_PORT" "$LOG" >"$TMP/proxy.err" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do
-  curl -s -o /dev/null "http://127.0.0.1:$MOTO_PORT/" && curl -s -o /dev/null "http://127.0.0.1:$PROXY_PORT/" && break
+# A second moto that checks every request's SigV4 signature against its
+# IAM users, after the fixture's first six requests (fixture.py --iam).
+AUTH_PORT=$(free_port)
+INITIAL_NO_AUTH_ACTION_COUNT=6 "$PY" -m moto.server -H 127.0.0.1 -p "$AUTH_PORT" >"$TMP/moto-auth.log" 2>&1 &
+PIDS+=($!)
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }  # a TCP connect: no request
+for _ in $(seq 300); do
+  listening "$MOTO_PORT" && listening "$PROXY_PORT" && listening "$AUTH_PORT" && break
   sleep 0.1
 done
 fault() {  # fault MODE COUNT [METHODS-JSON] [SECONDS]
@@ -155,7 +161,7 @@ entry() { echo "$SEXPGPU_CACHE/s3/data/fm/@$1/$2"; }
 IMG_ETAG=$(awk '$1=="fm/t10k-images-idx3-ubyte.gz"{gsub(/"/,"",$2); print $2}' "$TMP/fixture.out")
 IMG=$(entry "$IMG_ETAG" t10k-images-idx3-ubyte.gz)
 no_partial() { ! find "$SEXPGPU_CACHE" -name '.partial-*' 2>/dev/null | grep -q .; }
-started=$(date +%s.%N); echo "  setup (moto, uploads): $(echo "$started - $t0" | bc | cut -c1-5)s"
+started=$(date +%s.%N); export SEXPGPU_LOG=${SEXPGPU_LOG:-info}; echo "  setup (moto, uploads): $(echo "$started - $t0" | bc | cut -c1-5)s"
 lap() { echo "  $(echo "$(date +%s.%N) - $started" | bc | cut -c1-5)s: $1"; }
 
 # --- the first check downloads in ranged parts; the entry is the object ---
@@ -228,7 +234,7 @@ check "a malformed address: E-S3" $? "$OUT/malformed.out"
 SEXPGPU_S3_TIMEOUT=0 "$BIN" check "$F/fm.lisp" >"$OUT/range.out" 2>&1
 [ $? -eq 1 ] && grep -q 'E-S3 SEXPGPU_S3_TIMEOUT is "0"; it takes 1 to 3600 seconds' "$OUT/range.out"
 check "a tuning variable out of range: E-S3" $? "$OUT/range.out"
-"$BIN" check --json "$F/nokey.lisp" >"$OUT/nokey.json" 2>&1
+"$BIN" check --json "$F/nokey.lisp" >"$OUT/nokey.json" 2>"$OUT/nokey-json.err"
 jq -e '.[0].code == "E-S3" and (.[0].fix | test("no object"))' "$OUT/nokey.json" >/dev/null
 check "check --json: E-S3 with its fix" $? "$OUT/nokey.json"
 
@@ -267,7 +273,8 @@ check "fault 500-always: the fix says try again later" $? "$OUT/500-always.out"
 fault_case cut-twice ok cut 2 '["GET"]'
 S3_RETRIES=1 fault_case cut-always E-S3 cut -1 '["GET"]' 20 'GET bytes [0-9-]*: .*(2 attempts)'
 S3_TIMEOUT=1 fault_case stall-once ok stall 1 '["GET"]' 5
-grep -q 'retrying' "$OUT/stall-once.out" || SEXPGPU_LOG=info true
+grep -q 'no byte for 1 s (a stall); retrying' "$OUT/stall-once.out"
+check "fault stall-once: the stall was found by the timeout" $? "$OUT/stall-once.out"
 S3_RETRIES=1 fault_case wrong-etag E-S3 etag -1 '["HEAD", "GET"]' 20 "the downloaded bytes' MD5 is f78720b4224f21cce2f2ccf2d7a94c9a and the ETag is \"0123456789abcdef0123456789abcdef\""
 fault_case corrupt-once ok corrupt 1 '["GET"]'
 [ "$(grep -c '"fault": "corrupt"' "$LOG")" -eq 1 ] && [ "$(grep -c '"method": "GET"' "$LOG")" -ge 11 ]
@@ -299,13 +306,41 @@ env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN AWS_PROFI
 check "a profile that is not in the file: E-S3" $? "$OUT/noprofile.out"
 
 lap "secrets"
+# --- SigV4 as a server checks it: libcurl's signature accepted, a wrong one refused ---
+"$PY" "$HERE/s3/fixture.py" --iam "http://127.0.0.1:$AUTH_PORT" signed "kinds/a.txt=$D/a.txt" >"$TMP/iam.out" 2>&1
+check "the IAM fixture" $? "$TMP/iam.out"
+read -r IAM_ID IAM_SECRET < <(tail -1 "$TMP/iam.out")
+echo '(defloader t :source (text "s3://signed/kinds/a.txt" :seq-len 8) :batch 2)' >"$F/signed.lisp"
+signed() {  # signed OUT ID SECRET [env...]: check signed.lisp against the checking moto
+  local out=$1 id=$2 secret=$3
+  shift 3
+  env -u AWS_SESSION_TOKEN AWS_ENDPOINT_URL="http://127.0.0.1:$AUTH_PORT" AWS_ACCESS_KEY_ID="$id" \
+    AWS_SECRET_ACCESS_KEY="$secret" SEXPGPU_CACHE="$TMP/cache-signed-$out" "$@" "$BIN" check "$F/signed.lisp" >"$OUT/$out.out" 2>&1
+}
+signed signed-ok "$IAM_ID" "$IAM_SECRET"
+! grep -E 'E-' "$OUT/signed-ok.out" | grep -qv E-CONTRACT-MISSING &&
+  cmp -s "$(find "$TMP/cache-signed-signed-ok" -name a.txt -type f)" "$D/a.txt"
+check "a server that checks SigV4 takes libcurl's signature" $? "$OUT/signed-ok.out"
+signed signed-wrong "$IAM_ID" "${IAM_SECRET}x"
+grep -q 'E-S3 s3://signed/kinds/a.txt: HEAD: HTTP 403 SignatureDoesNotMatch' "$OUT/signed-wrong.out" &&
+  grep -q 'fix: check the credentials (environment: AWS_ACCESS_KEY_ID' "$OUT/signed-wrong.out"
+check "a wrong secret: E-S3 SignatureDoesNotMatch, the fix names the credentials' source" $? "$OUT/signed-wrong.out"
+signed signed-unknown AKIAUNKNOWN0000000 "$IAM_SECRET"
+grep -q 'E-S3 s3://signed/kinds/a.txt: HEAD: HTTP 403 InvalidAccessKeyId' "$OUT/signed-unknown.out"
+check "an unknown key: E-S3 InvalidAccessKeyId" $? "$OUT/signed-unknown.out"
+printf '[signer]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$IAM_ID" "$IAM_SECRET" >>"$HOME/.aws/credentials"
+signed signed-file "" "" -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFILE=signer
+! grep -E 'E-' "$OUT/signed-file.out" | grep -qv E-CONTRACT-MISSING
+check "signed with the keys of ~/.aws/credentials [signer]" $? "$OUT/signed-file.out"
+
 # --- secrets never leave: every output and every file a run, doctor and check wrote ---
 "$BIN" run "$F/fm.lisp" --out "$OUT/run-trace" --log trace >"$OUT/run-trace.out" 2>"$OUT/run-trace.err"
 check "run --log trace" $? "$OUT/run-trace.err"
 grep -q 's3: HEAD' "$OUT/run-trace.err"
 check "the trace log has the S3 requests" $? "$OUT/run-trace.err"
 "$BIN" check --json "$F/fm.lisp" "$F/kinds.lisp" >"$OUT/check.json" 2>"$OUT/check-json.err"
-leaks=$(grep -rlE 'SECRETsexpgpuTEST|TOKENsexpgpuTEST|AKIDsexpgpuTEST' "$OUT" "$C" "$TMP"/cache-* 2>/dev/null)
+leaks=$(grep -rlE 'SECRETsexpgpuTEST|TOKENsexpgpuTEST|AKIDsexpgpuTEST' "$OUT" "$C" "$TMP"/cache-* 2>/dev/null;
+  grep -rlF -e "$IAM_SECRET" -e "${IAM_SECRET}x" "$OUT" 2>/dev/null)
 [ -z "$leaks" ]
 check "no key, secret or token in any output, log, run directory or cache (${leaks:-none})" $?
 
