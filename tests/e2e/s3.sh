@@ -307,10 +307,12 @@ check "a profile that is not in the file: E-S3" $? "$OUT/noprofile.out"
 
 lap "secrets"
 # --- SigV4 as a server checks it: libcurl's signature accepted, a wrong one refused ---
-"$PY" "$HERE/s3/fixture.py" --iam "http://127.0.0.1:$AUTH_PORT" signed "kinds/a.txt=$D/a.txt" >"$TMP/iam.out" 2>&1
+"$PY" "$HERE/s3/fixture.py" --iam "http://127.0.0.1:$AUTH_PORT" signed "kinds/a b.txt=$D/a.txt" >"$TMP/iam.out" 2>&1
 check "the IAM fixture" $? "$TMP/iam.out"
 read -r IAM_ID IAM_SECRET < <(tail -1 "$TMP/iam.out")
-echo '(defloader t :source (text "s3://signed/kinds/a.txt" :seq-len 8) :batch 2)' >"$F/signed.lisp"
+# (a key with a space: the signature covers the percent-encoded path; moto 5's
+# own check gets '+', '(', '*', '@' and '=' wrong, boto3's requests too)
+echo '(defloader t :source (text "s3://signed/kinds/a b.txt" :seq-len 8) :batch 2)' >"$F/signed.lisp"
 signed() {  # signed OUT ID SECRET [env...]: check signed.lisp against the checking moto
   local out=$1 id=$2 secret=$3
   shift 3
@@ -319,14 +321,14 @@ signed() {  # signed OUT ID SECRET [env...]: check signed.lisp against the check
 }
 signed signed-ok "$IAM_ID" "$IAM_SECRET"
 ! grep -E 'E-' "$OUT/signed-ok.out" | grep -qv E-CONTRACT-MISSING &&
-  cmp -s "$(find "$TMP/cache-signed-signed-ok" -name a.txt -type f)" "$D/a.txt"
+  cmp -s "$(find "$TMP/cache-signed-signed-ok" -name 'a%20b.txt' -type f)" "$D/a.txt"
 check "a server that checks SigV4 takes libcurl's signature" $? "$OUT/signed-ok.out"
 signed signed-wrong "$IAM_ID" "${IAM_SECRET}x"
-grep -q 'E-S3 s3://signed/kinds/a.txt: HEAD: HTTP 403 SignatureDoesNotMatch' "$OUT/signed-wrong.out" &&
+grep -q 'E-S3 s3://signed/kinds/a b.txt: HEAD: HTTP 403 SignatureDoesNotMatch' "$OUT/signed-wrong.out" &&
   grep -q 'fix: check the credentials (environment: AWS_ACCESS_KEY_ID' "$OUT/signed-wrong.out"
 check "a wrong secret: E-S3 SignatureDoesNotMatch, the fix names the credentials' source" $? "$OUT/signed-wrong.out"
 signed signed-unknown AKIAUNKNOWN0000000 "$IAM_SECRET"
-grep -q 'E-S3 s3://signed/kinds/a.txt: HEAD: HTTP 403 InvalidAccessKeyId' "$OUT/signed-unknown.out"
+grep -q 'E-S3 s3://signed/kinds/a b.txt: HEAD: HTTP 403 InvalidAccessKeyId' "$OUT/signed-unknown.out"
 check "an unknown key: E-S3 InvalidAccessKeyId" $? "$OUT/signed-unknown.out"
 printf '[signer]\naws_access_key_id = %s\naws_secret_access_key = %s\n' "$IAM_ID" "$IAM_SECRET" >>"$HOME/.aws/credentials"
 signed signed-file "" "" -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFILE=signer
