@@ -11,8 +11,9 @@
 #     address, a tuning variable out of range;
 #   - faults: 500s (retried; persistent: E-S3), a connection cut mid-object
 #     (retried; persistent: E-S3), a stall beyond the timeout (retried), a
-#     wrong ETag (E-S3), a damaged body (downloaded again): never a partial
-#     or wrong cache entry;
+#     wrong ETag (E-S3), a damaged body (downloaded again), an object
+#     replaced during the download (412: E-S3): never a partial or wrong
+#     cache entry;
 #   - doctor FILE: where the credentials come from (never their value) and
 #     whether each object is reachable; ~/.aws/credentials under AWS_PROFILE;
 #   - the secret grep: no key or token in any output or file.
@@ -286,6 +287,7 @@ S3_RETRIES=1 fault_case cut-always E-S3 cut -1 '["GET"]' 20 'GET bytes [0-9-]*: 
 S3_TIMEOUT=1 fault_case stall-once ok stall 1 '["GET"]' 5
 grep -q 'no byte for 1 s (a stall); retrying' "$OUT/stall-once.out"
 check "fault stall-once: the stall was found by the timeout" $? "$OUT/stall-once.out"
+fault_case replaced E-S3 412 1 '["GET"]' 20 "the object changed while it was downloaded"
 S3_RETRIES=1 fault_case wrong-etag E-S3 etag -1 '["HEAD", "GET"]' 20 "the downloaded bytes' MD5 is f78720b4224f21cce2f2ccf2d7a94c9a and the ETag is \"0123456789abcdef0123456789abcdef\""
 fault_case corrupt-once ok corrupt 1 '["GET"]'
 [ "$(grep -c '"fault": "corrupt"' "$LOG")" -eq 1 ] && [ "$(grep -c '"method": "GET"' "$LOG")" -ge 11 ]

@@ -276,6 +276,12 @@ TEST_CASE("lookup: run dir, then $SEXPGPU_DATA dirs, then the system dir", "[dat
   CHECK(remote_missing.code() == "E-S3");
   CHECK(asked == std::vector<std::string>{"s3://bucket/key", "s3://bucket/missing"});
   CHECK(*find_data_file("b.bin", dirs) == dir / "sys/b.bin");  // local paths never ask it
+  // The program's installed fetcher is what from_environment hands out.
+  install_remote_fetch(dirs.remote);
+  CHECK(*find_data_file("s3://bucket/key", DataDirs::from_environment(dir / "run")) ==
+        dir / "sys/b.bin");
+  install_remote_fetch(nullptr);
+  CHECK_FALSE(DataDirs::from_environment(dir / "run").remote);
   setenv("SEXPGPU_DATA", (dir / "env2").c_str(), 1);
   CHECK(*find_data_file("sub/a.bin", DataDirs::from_environment(dir / "run")) ==
         dir / "env2/sub/a.bin");

@@ -14,6 +14,8 @@ Faults are set with POST /__fault__ and a JSON body
   {"mode": M, "count": N, "methods": ["GET"], "seconds": S}
 applied to the next N requests of those methods (N = -1: every one):
   500      answer 500 InternalError (an S3 XML error body), not forwarded
+  412      answer 412 PreconditionFailed, as S3 answers a GET whose If-Match
+           names an ETag the object no longer has (it was replaced)
   cut      send the headers and half the body, then close the connection
   stall    send the headers and 1000 bytes, then wait S seconds (default 20)
   etag     replace the ETag of every answer with a wrong MD5 (and drop the
@@ -88,10 +90,13 @@ class Handler(BaseHTTPRequestHandler):
         entry = {"method": method, "path": self.path, "range": self.headers.get("Range"),
                  "fault": mode, "status": None, "body_bytes": 0}
         body = self._body()
-        if mode == "500":
-            xml = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code>'
-                   b"<Message>We encountered an internal error. Please try again.</Message></Error>")
-            self.send_response(500)
+        if mode in ("500", "412"):
+            code, text = {"500": ("InternalError", "We encountered an internal error. Please try again."),
+                          "412": ("PreconditionFailed",
+                                  "At least one of the pre-conditions you specified did not hold")}[mode]
+            xml = ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code>'
+                   "<Message>%s</Message></Error>" % (code, text)).encode()
+            self.send_response(int(mode))
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(xml)))
             self.end_headers()
@@ -99,7 +104,7 @@ class Handler(BaseHTTPRequestHandler):
             if method != "HEAD":
                 self.wfile.write(xml)
                 sent = len(xml)
-            entry.update(status=500, body_bytes=sent)
+            entry.update(status=int(mode), body_bytes=sent)
             STATE.record(entry)
             return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
