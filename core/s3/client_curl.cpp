@@ -187,6 +187,19 @@ std::optional<std::string> file_md5(const fs::path& path) {
   return out;
 }
 
+// A libcurl handle for one thread's requests in turn: curl_easy_reset
+// between them keeps its open connection, so an object's parts share a TCP
+// (and TLS) session instead of opening one each.
+struct Handle {
+  CURL* curl = curl_easy_init();
+  Handle() = default;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() {
+    if (curl) curl_easy_cleanup(curl);
+  }
+};
+
 std::string unquoted(std::string s) {
   s.erase(std::remove(s.begin(), s.end(), '"'), s.end());
   return s;
@@ -248,10 +261,11 @@ class CurlClient final : public Client {
                            credentials_.source.kind + ": " + credentials_.source.detail);
   }
 
-  // One exchange, no retry.
-  Response perform(const Request& req, const Sink* sink) const {
+  // One exchange on `handle`, no retry.
+  Response perform(Handle& handle, const Request& req, const Sink* sink) const {
     Response response;
-    CURL* curl = curl_easy_init();
+    CURL* curl = handle.curl;
+    if (curl) curl_easy_reset(curl);
     if (!curl) {
       response.result = CURLE_FAILED_INIT;
       response.transport = "libcurl could not start a request";
@@ -294,7 +308,6 @@ class CurlClient final : public Client {
       response.transport = "no byte for " + std::to_string(options_.timeout_s) + " s (a stall)";
     else if (response.result != CURLE_OK)
       response.transport = *error ? std::string(error) : curl_easy_strerror(response.result);
-    curl_easy_cleanup(curl);
     curl_slist_free_all(headers);
     return response;
   }
@@ -317,9 +330,10 @@ class CurlClient final : public Client {
   // 4xx, the XML code from a one-byte GET, since a HEAD answer has no body).
   bool head_answer(const Url& url, ObjectInfo& info, Answer& answer, int& attempts) const {
     Request req{"HEAD", object_url(options_.endpoint, options_.region, url), "", ""};
+    Handle handle;
     Response r;
     for (attempts = 1;; ++attempts) {
-      r = perform(req, nullptr);
+      r = perform(handle, req, nullptr);
       if (!transient(r) || attempts > options_.retries) break;
       log::info("s3: HEAD {}: {}; retrying ({} of {})", url.text(), why(r), attempts,
                 options_.retries);
@@ -345,14 +359,15 @@ class CurlClient final : public Client {
       answer.region = region->second;
     if (answer.status >= 400 && answer.status < 500) {
       Request probe{"GET", req.url, "0-0", ""};
-      Response body = perform(probe, nullptr);
+      Response body = perform(handle, probe, nullptr);
       if (body.status >= 300) parse_error_body(body.error_body, answer);
     }
     return false;
   }
 
-  // Part `index` of the object into `fd`, retried; nullopt when it arrived.
-  std::optional<Failed> download_part(const Url& url, const std::string& http_url,
+  // Bytes [first, first + length) of the object into `fd` at `first`,
+  // retried; nullopt when they all arrived.
+  std::optional<Failed> download_part(Handle& handle, const Url& url, const std::string& http_url,
                                       const ObjectInfo& info, int fd, uint64_t first,
                                       uint64_t length) const {
     Request req{"GET", http_url, std::to_string(first) + "-" + std::to_string(first + length - 1),
@@ -368,7 +383,7 @@ class CurlClient final : public Client {
         got += n;
         return true;
       };
-      Response r = perform(req, &sink);
+      Response r = perform(handle, req, &sink);
       log::trace("s3: GET {} bytes {} -> {}, {} bytes", url.text(), req.range, why(r), got);
       if (write_failed)
         return object_failure(url,
@@ -444,10 +459,12 @@ class CurlClient final : public Client {
       std::mutex mutex;
       std::optional<Failed> first_error;
       auto worker = [&] {
+        Handle handle;  // this worker's connection, for each of its parts
         for (uint64_t i; !stop && (i = next++) < parts;) {
           uint64_t first = i * options_.part_bytes;
           uint64_t length = std::min(options_.part_bytes, info.size - first);
-          if (std::optional<Failed> e = download_part(url, http_url, info, fd, first, length)) {
+          if (std::optional<Failed> e =
+                  download_part(handle, url, http_url, info, fd, first, length)) {
             std::lock_guard<std::mutex> lock(mutex);
             if (!first_error) first_error = std::move(e);
             stop = true;
