@@ -1,14 +1,9 @@
-// The S3 client over libcurl (client.h): requests signed by libcurl's
-// CURLOPT_AWS_SIGV4, retries with backoff, ranged parts in parallel into a
+// The S3 client over libcurl (client.h): HEADs and ranged GETs
+// (request.h) with retries and backoff, parts in parallel into a
 // ".partial" file, checked, then renamed into the cache. Built only with
-// libcurl (SEXPGPU_HAVE_CURL).
-//
-// Secrets: the keys go to libcurl as CURLOPT_USERNAME/PASSWORD and the
-// session token as a header; CURLOPT_VERBOSE is never set (its output
-// holds the signed headers), and no message or log line is made from a
-// request's headers, only from the URL (which holds no secret: SigV4 signs
-// in the Authorization header, never in the query) and the response.
-#include <curl/curl.h>
+// libcurl (SEXPGPU_HAVE_CURL). Its messages and log lines come from the
+// URL (which holds no secret: SigV4 signs in the Authorization header,
+// never in the query) and the answers, never from a request's headers.
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <unistd.h>
@@ -28,132 +23,14 @@
 #include "s3/cache.h"
 #include "s3/client.h"
 #include "s3/error.h"
+#include "s3/request.h"
 #include "util/log.h"
-
-#ifndef SEXPGPU_VERSION
-#define SEXPGPU_VERSION "0.0.0"
-#endif
 
 namespace sexpgpu::s3 {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// SHA-256 of an empty payload: what a GET or HEAD signs as its body.
-constexpr const char* kEmptyPayloadSha256 =
-    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-constexpr size_t kMaxErrorBody = 64 << 10;
-
-struct Request {
-  const char* method = "GET";  // "GET" or "HEAD"
-  std::string url;
-  std::string range;     // "FIRST-LAST", or "" for the whole object
-  std::string if_match;  // the ETag as S3 gave it, or ""
-};
-
-struct Response {
-  CURLcode result = CURLE_OK;
-  long status = 0;
-  std::string transport;                       // libcurl's message when result != OK
-  std::map<std::string, std::string> headers;  // lower-case names, of the last response
-  std::string error_body;                      // the body of a status >= 300, bounded
-  uint64_t body_bytes = 0;                     // bytes the sink took
-  bool sink_refused = false;
-};
-
-// Takes the body of a successful answer; false stops the transfer.
-using Sink = std::function<bool(const char* data, size_t n)>;
-
-struct Transfer {
-  CURL* curl;
-  Response* response;
-  const Sink* sink;
-  int timeout_s;
-  // The stall watch: the bytes seen and when they last grew.
-  curl_off_t seen = -1;
-  std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
-  bool stalled = false;
-};
-
-// libcurl's own low-speed limit averages over a window of seconds, so a
-// transfer that stops dead after a burst goes on for that long; this
-// counts from the last byte instead. Called about once a second and on
-// every read; non-zero aborts the transfer.
-int on_progress(void* user, curl_off_t, curl_off_t now_down, curl_off_t, curl_off_t now_up) {
-  auto* t = static_cast<Transfer*>(user);
-  auto now = std::chrono::steady_clock::now();
-  if (now_down + now_up != t->seen) {
-    t->seen = now_down + now_up;
-    t->since = now;
-    return 0;
-  }
-  if (now - t->since < std::chrono::seconds(t->timeout_s)) return 0;
-  t->stalled = true;
-  return 1;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-size_t on_header(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  std::string_view line(data, size * n);
-  if (line.starts_with("HTTP/")) {
-    t->response->headers.clear();  // a new response (after a 100 Continue)
-    return size * n;
-  }
-  size_t colon = line.find(':');
-  if (colon != std::string_view::npos) {
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-      value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
-      value.remove_suffix(1);
-    t->response->headers[lower(std::string(line.substr(0, colon)))] = std::string(value);
-  }
-  return size * n;
-}
-
-size_t on_body(char* data, size_t size, size_t n, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  size_t bytes = size * n;
-  long status = 0;
-  curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
-  if (status >= 300 || !t->sink) {
-    std::string& body = t->response->error_body;
-    body.append(data, std::min(bytes, kMaxErrorBody - std::min(kMaxErrorBody, body.size())));
-    return bytes;
-  }
-  if (!(*t->sink)(data, bytes)) {
-    t->response->sink_refused = true;
-    return 0;  // CURLE_WRITE_ERROR
-  }
-  t->response->body_bytes += bytes;
-  return bytes;
-}
-
-bool transient(const Response& r) {
-  switch (r.result) {
-    case CURLE_OK: return r.status == 408 || r.status == 429 || r.status >= 500;
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_RECV_ERROR:
-    case CURLE_SEND_ERROR:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_ABORTED_BY_CALLBACK:  // only on_progress aborts: a stall
-      return true;
-    default: return false;
-  }
-}
 
 bool is_md5_etag(const std::string& etag, const std::map<std::string, std::string>& headers) {
   std::string e = etag;
@@ -187,19 +64,6 @@ std::optional<std::string> file_md5(const fs::path& path) {
   return out;
 }
 
-// A libcurl handle for one thread's requests in turn: curl_easy_reset
-// between them keeps its open connection, so an object's parts share a TCP
-// (and TLS) session instead of opening one each.
-struct Handle {
-  CURL* curl = curl_easy_init();
-  Handle() = default;
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  ~Handle() {
-    if (curl) curl_easy_cleanup(curl);
-  }
-};
-
 std::string unquoted(std::string s) {
   s.erase(std::remove(s.begin(), s.end(), '"'), s.end());
   return s;
@@ -209,9 +73,13 @@ class CurlClient final : public Client {
  public:
   CurlClient(ClientOptions options, Credentials credentials)
       : options_(std::move(options)), credentials_(std::move(credentials)) {
-    sign_ =
+    signing_.credentials = &credentials_;
+    signing_.sigv4 =
         "aws:amz:" + (options_.region.empty() ? std::string("us-east-1") : options_.region) + ":s3";
+    signing_.timeout_s = options_.timeout_s;
   }
+  CurlClient(const CurlClient&) = delete;  // signing_ points into this
+  CurlClient& operator=(const CurlClient&) = delete;
 
   Result<ObjectInfo> head(const Url& url) override {
     ObjectInfo info;
@@ -261,57 +129,6 @@ class CurlClient final : public Client {
                            credentials_.source.kind + ": " + credentials_.source.detail);
   }
 
-  // One exchange on `handle`, no retry.
-  Response perform(Handle& handle, const Request& req, const Sink* sink) const {
-    Response response;
-    CURL* curl = handle.curl;
-    if (curl) curl_easy_reset(curl);
-    if (!curl) {
-      response.result = CURLE_FAILED_INIT;
-      response.transport = "libcurl could not start a request";
-      return response;
-    }
-    char error[CURL_ERROR_SIZE] = {};
-    Transfer t{curl, &response, sink, options_.timeout_s};
-    curl_slist* headers = nullptr;
-    headers = curl_slist_append(
-        headers, (std::string("x-amz-content-sha256: ") + kEmptyPayloadSha256).c_str());
-    if (!credentials_.session_token.empty())
-      headers = curl_slist_append(headers,
-                                  ("x-amz-security-token: " + credentials_.session_token).c_str());
-    if (!req.if_match.empty())
-      headers = curl_slist_append(headers, ("If-Match: " + req.if_match).c_str());
-    curl_easy_setopt(curl, CURLOPT_URL, req.url.c_str());
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "sexpgpu/" SEXPGPU_VERSION);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, long(options_.timeout_s));
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-    if (std::string_view(req.method) == "HEAD") curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-    if (!req.range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, req.range.c_str());
-    if (!credentials_.anonymous()) {
-      curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sign_.c_str());
-      curl_easy_setopt(curl, CURLOPT_USERNAME, credentials_.access_key.c_str());
-      curl_easy_setopt(curl, CURLOPT_PASSWORD, credentials_.secret_key.c_str());
-    }
-    response.result = curl_easy_perform(curl);
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-    if (t.stalled)
-      response.transport = "no byte for " + std::to_string(options_.timeout_s) + " s (a stall)";
-    else if (response.result != CURLE_OK)
-      response.transport = *error ? std::string(error) : curl_easy_strerror(response.result);
-    curl_slist_free_all(headers);
-    return response;
-  }
-
   // Waits before retry `attempt` (1-based): backoff_ms * 2^(attempt-1), at
   // most 10 s, less up to half at random so that parts do not retry in step.
   void back_off(int attempt) const {
@@ -322,10 +139,6 @@ class CurlClient final : public Client {
     std::this_thread::sleep_for(std::chrono::milliseconds(int64_t(ms)));
   }
 
-  static std::string why(const Response& r) {
-    return r.result != CURLE_OK ? r.transport : "HTTP " + std::to_string(r.status);
-  }
-
   // HEAD: true with `info` on a 200; false with `answer` otherwise (for a
   // 4xx, the XML code from a one-byte GET, since a HEAD answer has no body).
   bool head_answer(const Url& url, ObjectInfo& info, Answer& answer, int& attempts) const {
@@ -333,7 +146,7 @@ class CurlClient final : public Client {
     Handle handle;
     Response r;
     for (attempts = 1;; ++attempts) {
-      r = perform(handle, req, nullptr);
+      r = perform(handle, req, nullptr, signing_);
       if (!transient(r) || attempts > options_.retries) break;
       log::info("s3: HEAD {}: {}; retrying ({} of {})", url.text(), why(r), attempts,
                 options_.retries);
@@ -359,7 +172,7 @@ class CurlClient final : public Client {
       answer.region = region->second;
     if (answer.status >= 400 && answer.status < 500) {
       Request probe{"GET", req.url, "0-0", ""};
-      Response body = perform(handle, probe, nullptr);
+      Response body = perform(handle, probe, nullptr, signing_);
       if (body.status >= 300) parse_error_body(body.error_body, answer);
     }
     return false;
@@ -383,7 +196,7 @@ class CurlClient final : public Client {
         got += n;
         return true;
       };
-      Response r = perform(handle, req, &sink);
+      Response r = perform(handle, req, &sink, signing_);
       log::trace("s3: GET {} bytes {} -> {}, {} bytes", url.text(), req.range, why(r), got);
       if (write_failed)
         return object_failure(url,
@@ -520,7 +333,7 @@ class CurlClient final : public Client {
 
   ClientOptions options_;
   Credentials credentials_;
-  std::string sign_;
+  Signing signing_;
 };
 
 }  // namespace
