@@ -29,9 +29,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 FM=/usr/share/datasets/fashion-mnist
 
 PY=
-t0=$(date +%s.%N)
+t0=$EPOCHREALTIME
+since() { awk -v now="$EPOCHREALTIME" -v then="$1" 'BEGIN { printf "%.1f", now - then }'; }
 for py in "${SEXPGPU_TEST_PYTHON:-}" /opt/sexpgpu-test/venv/bin/python3 python3; do
-  if [ -n "$py" ] && "$py" -c 'import moto.server, boto3' 2>/dev/null; then PY=$py; break; fi
+  if [ -n "$py" ] && "$py" -c 'import moto.server, boto3' 2>/dev/null; then
+    PY=$("$py" -c 'import sys; print(sys.executable)')  # HOME changes below
+    break
+  fi
 done
 if [ -z "$PY" ]; then
   echo "SKIP: no Python with moto[server] and boto3 (scripts/install-deps.sh --tests installs it in /opt/sexpgpu-test/venv; or set SEXPGPU_TEST_PYTHON)"
@@ -82,8 +86,9 @@ for _ in $(seq 300); do
   sleep 0.1
 done
 fault() {  # fault MODE COUNT [METHODS-JSON] [SECONDS]
-  curl -s -X POST "http://127.0.0.1:$PROXY_PORT/__fault__" \
-    -d "{\"mode\": \"$1\", \"count\": $2, \"methods\": ${3:-[\"GET\"]}, \"seconds\": ${4:-20}}"
+  "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method="POST"))' \
+    "http://127.0.0.1:$PROXY_PORT/__fault__" \
+    "{\"mode\": \"$1\", \"count\": $2, \"methods\": ${3:-[\"GET\"]}, \"seconds\": ${4:-20}}"
 }
 
 # The objects: Fashion-MNIST's test set (single-part uploads: MD5 ETags),
@@ -161,8 +166,10 @@ entry() { echo "$SEXPGPU_CACHE/s3/data/fm/@$1/$2"; }
 IMG_ETAG=$(awk '$1=="fm/t10k-images-idx3-ubyte.gz"{gsub(/"/,"",$2); print $2}' "$TMP/fixture.out")
 IMG=$(entry "$IMG_ETAG" t10k-images-idx3-ubyte.gz)
 no_partial() { ! find "$SEXPGPU_CACHE" -name '.partial-*' 2>/dev/null | grep -q .; }
-started=$(date +%s.%N); export SEXPGPU_LOG=${SEXPGPU_LOG:-info}; echo "  setup (moto, uploads): $(echo "$started - $t0" | bc | cut -c1-5)s"
-lap() { echo "  $(echo "$(date +%s.%N) - $started" | bc | cut -c1-5)s: $1"; }
+echo "  setup (moto, uploads): $(since "$t0") s"
+started=$EPOCHREALTIME
+export SEXPGPU_LOG=${SEXPGPU_LOG:-info}  # the S3 client's retries in each output
+lap() { echo "  $(since "$started") s: $1"; }
 
 # --- the first check downloads in ranged parts; the entry is the object ---
 : >"$LOG"
@@ -359,6 +366,5 @@ leaks=$(grep -rlE 'SECRETsexpgpuTEST|TOKENsexpgpuTEST|AKIDsexpgpuTEST' "$OUT" "$
 [ -z "$leaks" ]
 check "no key, secret or token in any output, log, run directory or cache (${leaks:-none})" $?
 
-elapsed=$(echo "$(date +%s.%N) - $started" | bc)
-echo "s3: $pass passed, $fail failed (${elapsed}s after moto started)"
+echo "s3: $pass passed, $fail failed ($(since "$t0") s, $(since "$started") s after the setup)"
 [ "$fail" -eq 0 ]
