@@ -10,8 +10,10 @@
 # processes); chromium and chromium-driver, the browser the report test
 # opens pages in; and the PyPI peers in one venv the tests share (Debian's
 # python3 is externally managed), /opt/sexpgpu-test/venv, made once and
-# added to: tensorboard (its reader reads the sink's files back), selenium
-# (drives chromium) and pillow (reads its screenshots).
+# added to: moto[server] (the S3-compatible server the s3 test starts on
+# 127.0.0.1; it brings boto3), tensorboard (its reader reads the sink's
+# files back), selenium (drives chromium) and pillow (reads its screenshots).
+# libssl-dev: OpenSSL's libcrypto, for SHA-256 and MD5 checks.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
@@ -19,7 +21,7 @@ apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config git ca-certificates \
   libspdlog-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev \
   libboost-dev libboost-filesystem-dev catch2 libcli11-dev \
-  libopenblas-dev zlib1g-dev libcurl4-openssl-dev libedit-dev jq libgloo-dev \
+  libopenblas-dev zlib1g-dev libcurl4-openssl-dev libssl-dev libedit-dev jq libgloo-dev \
   libprotobuf-dev protobuf-compiler \
   dataset-fashion-mnist fortunes libjs-dygraphs
 if [ "${1:-}" = "--tests" ]; then
@@ -27,5 +29,5 @@ if [ "${1:-}" = "--tests" ]; then
   TEST_VENV=/opt/sexpgpu-test/venv
   [ -x "$TEST_VENV/bin/python3" ] || /usr/bin/python3 -m venv "$TEST_VENV"
   "$TEST_VENV/bin/python3" -m pip install -q --disable-pip-version-check \
-    tensorboard==2.21.0 selenium pillow
+    'moto[server]' tensorboard==2.21.0 selenium pillow
 fi

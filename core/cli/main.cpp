@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "cli/s3_access.h"
 #include "cli/settings.h"
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
@@ -286,6 +287,7 @@ int main(int argc, char** argv) {
                  "print the directory holding sexpgpu/plugin.h, for plugin authors");
     int exit_code = 0;
     cli::set_command_line(argc, argv);
+    cli::install_s3_data();  // s3:// data sources through the process's S3 client
     cli::add_check(app, exit_code);
     cli::add_watch(app, exit_code);
     cli::add_eval(app, exit_code);

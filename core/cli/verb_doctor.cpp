@@ -3,15 +3,19 @@
 // not load, the probe of every device plugin that did, the reducers
 // defdiagnostic may name (the core's and the plugins'), and with FILE the
 // run's device memory against its memory plan, its data and the disk for
-// its checkpoints; NCCL, and every effective setting with where it came
-// from (docs/doctor.md).
+// its checkpoints, and for a file with s3:// data where the S3 credentials
+// come from (never their values) and whether each object is reachable;
+// NCCL, and every effective setting with where it came from
+// (docs/doctor.md).
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/s3_access.h"
 #include "cli/settings.h"
 #include "cli/verbs.h"
 #include "host/plugin_host.h"
@@ -307,6 +311,64 @@ json file_report(runfile::Session& s, const std::string& file, const json& devic
   return out;
 }
 
+// The S3 part, for a file whose loaders named s3:// addresses: the
+// client's credentials (their source), endpoint, region and cache, and a
+// HEAD of each object: reachable (size, ETag, whether cached) or why not.
+json s3_report(const std::vector<S3Access>& accesses) {
+  json out = {{"built_with_curl", s3::built_with_curl()}};
+  Result<s3::Client*> client = s3_client();
+  if (!client) {
+    out["credentials"] = {{"kind", "error"}, {"detail", "E-S3 " + client.error()}};
+  } else {
+    const s3::ClientOptions& o = (*client)->options();
+    s3::CredentialSource c = (*client)->credentials();
+    out["credentials"] = {{"kind", c.kind}, {"detail", c.detail}};
+    out["endpoint"] = o.endpoint.empty() ? json(nullptr) : json(o.endpoint);
+    out["region"] = o.region.empty() ? "us-east-1" : o.region;
+    out["cache"] = (o.cache_root / "s3").string();
+  }
+  out["objects"] = json::array();
+  std::vector<std::string> seen;
+  for (const S3Access& a : accesses) {
+    if (std::find(seen.begin(), seen.end(), a.address) != seen.end()) continue;
+    seen.push_back(a.address);
+    json o = {{"address", a.address}, {"reachable", false}, {"cached", bool(a.local)}};
+    Result<s3::Url> url = s3::parse_url(a.address);
+    Result<s3::ObjectInfo> info = !url      ? Result<s3::ObjectInfo>(url.failed())
+                                  : !client ? Result<s3::ObjectInfo>(client.failed())
+                                            : (*client)->head(*url);
+    if (info) {
+      o["reachable"] = true;
+      o["size"] = info->size;
+      o["etag"] = info->etag;
+    } else {
+      o["error"] = "E-S3 " + info.error();
+    }
+    out["objects"].push_back(o);
+  }
+  return out;
+}
+
+void print_s3(const json& s) {
+  std::cout << "\ns3:\n  credentials: " << s["credentials"]["kind"].get<std::string>() << " ("
+            << s["credentials"]["detail"].get<std::string>() << ")\n";
+  if (s.contains("cache"))
+    std::cout << "  endpoint: "
+              << (s["endpoint"].is_null() ? std::string("AWS") : s["endpoint"].get<std::string>())
+              << ", region " << s["region"].get<std::string>() << ", cache "
+              << s["cache"].get<std::string>() << "\n";
+  if (!s["built_with_curl"].get<bool>()) std::cout << "  this build has no libcurl: s3:// fails\n";
+  for (const json& o : s["objects"]) {
+    std::cout << "  " << o["address"].get<std::string>() << ": ";
+    if (o["reachable"].get<bool>())
+      std::cout << "reachable, " << o["size"].get<uint64_t>() << " bytes, ETag "
+                << o["etag"].get<std::string>();
+    else
+      std::cout << "not reachable: " << o["error"].get<std::string>();
+    std::cout << (o["cached"].get<bool>() ? " (cached)" : "") << "\n";
+  }
+}
+
 void print_file(const json& f) {
   std::cout << "\nrun file " << f["path"].get<std::string>() << ":\n";
   const json& m = f["memory"];
@@ -360,6 +422,13 @@ void add_doctor(CLI::App& app, int& exit_code) {
       if (s->sink.error_count() > 0 || !s->is_run_file || !s->compiled) {
         if (s->sink.error_count() == 0)
           std::cerr << "sexpgpu doctor: " << opts->file << " is not a run file (no defrun)\n";
+        // Which objects could not be had, and with which credentials.
+        if (std::vector<S3Access> a = s3_accesses(); !a.empty()) {
+          if (opts->json)
+            std::cout << json{{"s3", s3_report(a)}}.dump(2) << "\n";
+          else
+            print_s3(s3_report(a));
+        }
         exit_code = kFileErrors;
         (void)s.release();
         return;
@@ -373,10 +442,12 @@ void add_doctor(CLI::App& app, int& exit_code) {
     j.update(settings_report(*settings, flags, file_device));
     if (s)
       j["file"] = file_report(*s, opts->file, j["devices"], settings->device(flags, file_device));
+    if (std::vector<S3Access> a = s3_accesses(); s && !a.empty()) j["s3"] = s3_report(a);
     if (opts->json) {
       std::cout << j.dump(2) << "\n";
     } else {
       print_human(j);
+      if (j.contains("s3")) print_s3(j["s3"]);
       if (s) print_file(j["file"]);
     }
     // A run needs a device; no device plugin serves one yet on this machine.

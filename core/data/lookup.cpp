@@ -22,9 +22,21 @@ std::vector<fs::path> split_search_path(std::string_view value) {
   return dirs;
 }
 
+namespace {
+RemoteFetch& installed_fetch() {
+  static RemoteFetch fetch;
+  return fetch;
+}
+}  // namespace
+
+void install_remote_fetch(RemoteFetch fetch) {
+  installed_fetch() = std::move(fetch);
+}
+
 DataDirs DataDirs::from_environment(const fs::path& run_dir) {
   DataDirs dirs;
   dirs.run_dir = run_dir;
+  dirs.remote = installed_fetch();
   if (const char* env = std::getenv("SEXPGPU_DATA")) dirs.env_dirs = split_search_path(env);
   return dirs;
 }
@@ -39,9 +51,11 @@ std::vector<fs::path> DataDirs::search_order() const {
 Result<fs::path> find_data_file(std::string_view written, const DataDirs& dirs) {
   using R = Result<fs::path>;
   if (written.starts_with("s3://")) {
-    return R::failure("\"" + std::string(written) +
-                      "\": s3:// sources are not supported yet (copy the file locally and "
-                      "name it, or put its directory in $SEXPGPU_DATA)");
+    if (!dirs.remote)
+      return R::failure("\"" + std::string(written) +
+                        "\": this program reads no s3:// addresses (copy the file locally and "
+                        "name it, or put its directory in $SEXPGPU_DATA)");
+    return dirs.remote(written);
   }
   if (written.empty()) return R::failure("an empty data path");
   fs::path path(written);

@@ -189,6 +189,8 @@ struct Opener {
   fs::path find(Value written) {
     if (!written.is_string()) not_a_source();
     ir::Result<fs::path> p = data::find_data_file(text_of(written), dirs);
+    // An S3 failure keeps its code and fix (credentials, bucket, network).
+    if (!p && p.code() == "E-S3") in.fail("E-S3", p.error(), p.diagnostic().fix);
     if (!p) source_error(in, p.error());
     return *p;
   }

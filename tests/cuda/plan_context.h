@@ -18,14 +18,14 @@
 
 namespace sexpgpu::cuda::testing {
 
-// Points $SEXPGPU_CACHE_DIR at an empty directory of this process's own.
+// Points $SEXPGPU_CACHE at an empty directory of this process's own.
 inline void fresh_kernel_cache() {
   static std::string dir = [] {
     char name[] = "/tmp/sexpgpu-cuda-test-XXXXXX";
     return std::string(mkdtemp(name) ? name : "/tmp");
   }();
   std::filesystem::remove_all(dir + "/cuda");
-  setenv("SEXPGPU_CACHE_DIR", dir.c_str(), 1);
+  setenv("SEXPGPU_CACHE", dir.c_str(), 1);
 }
 
 // With `cache`, its generated kernels compile into a fresh cache.

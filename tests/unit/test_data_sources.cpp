@@ -263,7 +263,25 @@ TEST_CASE("lookup: run dir, then $SEXPGPU_DATA dirs, then the system dir", "[dat
   CHECK(missing.error().find((dir / "env2").string()) != std::string::npos);
   ir::Result<fs::path> s3 = find_data_file("s3://bucket/key", dirs);
   REQUIRE_FALSE(s3.ok());
-  CHECK(s3.error().find("not supported yet") != std::string::npos);
+  CHECK(s3.error().find("reads no s3:// addresses") != std::string::npos);
+  // An s3:// address goes to the remote fetcher, whose failure keeps its code.
+  std::vector<std::string> asked;
+  dirs.remote = [&](std::string_view address) -> ir::Result<fs::path> {
+    asked.emplace_back(address);
+    if (address.ends_with("missing")) return sexpgpu::fail("E-S3", "no such key");
+    return dir / "sys/b.bin";
+  };
+  CHECK(*find_data_file("s3://bucket/key", dirs) == dir / "sys/b.bin");
+  ir::Result<fs::path> remote_missing = find_data_file("s3://bucket/missing", dirs);
+  CHECK(remote_missing.code() == "E-S3");
+  CHECK(asked == std::vector<std::string>{"s3://bucket/key", "s3://bucket/missing"});
+  CHECK(*find_data_file("b.bin", dirs) == dir / "sys/b.bin");  // local paths never ask it
+  // The program's installed fetcher is what from_environment hands out.
+  install_remote_fetch(dirs.remote);
+  CHECK(*find_data_file("s3://bucket/key", DataDirs::from_environment(dir / "run")) ==
+        dir / "sys/b.bin");
+  install_remote_fetch(nullptr);
+  CHECK_FALSE(DataDirs::from_environment(dir / "run").remote);
   setenv("SEXPGPU_DATA", (dir / "env2").c_str(), 1);
   CHECK(*find_data_file("sub/a.bin", DataDirs::from_environment(dir / "run")) ==
         dir / "env2/sub/a.bin");

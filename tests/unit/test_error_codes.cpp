@@ -1,6 +1,7 @@
 // Diagnostic codes: every code the source can emit is documented in
 // docs/errors.md and vice versa, and every one is triggered by some test
-// (a golden `;!CODE`, the CLI tests, or a unit test naming it).
+// (a golden `;!CODE`, the CLI tests, or a unit test naming it). A code is
+// capitals, digits and dashes (E-S3).
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -29,7 +30,7 @@ std::set<std::string> codes_in(const std::string& text, const std::regex& re) {
 }
 
 std::set<std::string> source_codes() {
-  std::regex quoted("\"([EW]-[A-Z][A-Z-]*[A-Z])\"");
+  std::regex quoted("\"([EW]-[A-Z][A-Z0-9-]*[A-Z0-9])\"");
   std::set<std::string> out;
   fs::path root = fs::path(SEXPGPU_SOURCE_DIR);
   for (const char* dir : {"core", "devices", "plugins", "sinks", "diagnostics"}) {
@@ -50,7 +51,7 @@ TEST_CASE("every emitted code is documented, and every documented code is emitte
   REQUIRE(emitted.count("E-READ"));
   std::string doc = slurp(fs::path(SEXPGPU_SOURCE_DIR) / "docs" / "errors.md");
   std::set<std::string> documented =
-      codes_in(doc, std::regex("^## ([EW]-[A-Z][A-Z-]*)", std::regex::multiline));
+      codes_in(doc, std::regex("^## ([EW]-[A-Z][A-Z0-9-]*)", std::regex::multiline));
   for (const auto& c : emitted) {
     INFO("emitted but not in docs/errors.md: " << c);
     CHECK(documented.count(c));
@@ -69,15 +70,16 @@ TEST_CASE("every emitted code is triggered by a test", "[errors]") {
     if (e.path().filename() == "test_error_codes.cpp") continue;
     tests += slurp(e.path());
   }
-  std::set<std::string> triggered = codes_in(tests, std::regex(";!([EW]-[A-Z][A-Z-]*)"));
-  for (auto& c : codes_in(tests, std::regex("\"([EW]-[A-Z][A-Z-]*[A-Z])\""))) triggered.insert(c);
-  for (auto& c : codes_in(tests, std::regex("\\b([EW]-[A-Z][A-Z-]*[A-Z])\\b\" \"\\$TMP")))
+  std::set<std::string> triggered = codes_in(tests, std::regex(";!([EW]-[A-Z][A-Z0-9-]*)"));
+  for (auto& c : codes_in(tests, std::regex("\"([EW]-[A-Z][A-Z0-9-]*[A-Z0-9])\"")))
     triggered.insert(c);
-  for (auto& c :
-       codes_in(tests, std::regex("expect [a-z-]+ [0-9] \\$\\? \"[^\"]*([EW]-[A-Z][A-Z-]*[A-Z])")))
+  for (auto& c : codes_in(tests, std::regex("\\b([EW]-[A-Z][A-Z0-9-]*[A-Z0-9])\\b\" \"\\$TMP")))
+    triggered.insert(c);
+  for (auto& c : codes_in(
+           tests, std::regex("expect [a-z-]+ [0-9] \\$\\? \"[^\"]*([EW]-[A-Z][A-Z0-9-]*[A-Z0-9])")))
     triggered.insert(c);
   // Broken run files say what they expect: ";; expect: E-CODE LINE COL".
-  for (auto& c : codes_in(tests, std::regex(";; expect: ([EW]-[A-Z][A-Z-]*[A-Z])")))
+  for (auto& c : codes_in(tests, std::regex(";; expect: ([EW]-[A-Z][A-Z0-9-]*[A-Z0-9])")))
     triggered.insert(c);
   for (const auto& c : source_codes()) {
     INFO("no test triggers " << c);

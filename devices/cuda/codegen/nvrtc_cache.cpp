@@ -72,7 +72,9 @@ const std::string& NvrtcCache::prelude() {
 }
 
 std::string NvrtcCache::cache_directory() {
-  if (const char* d = std::getenv("SEXPGPU_CACHE_DIR"); d && *d) return std::string(d) + "/cuda";
+  // The one cache root (docs/environment.md), SEXPGPU_CACHE_DIR its older name.
+  for (const char* root : {"SEXPGPU_CACHE", "SEXPGPU_CACHE_DIR"})
+    if (const char* d = std::getenv(root); d && *d) return std::string(d) + "/cuda";
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d)
     return std::string(d) + "/sexpgpu/cuda";
   if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/sexpgpu/cuda";

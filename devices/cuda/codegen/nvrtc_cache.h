@@ -46,8 +46,9 @@ class NvrtcCache {
 
   // The source every generated unit starts with.
   static const std::string& prelude();
-  // $SEXPGPU_CACHE_DIR, else $XDG_CACHE_HOME/sexpgpu, else ~/.cache/sexpgpu;
-  // then /cuda. Empty when none can be found (no caching).
+  // $SEXPGPU_CACHE, else $SEXPGPU_CACHE_DIR (its older name), else
+  // $XDG_CACHE_HOME/sexpgpu, else ~/.cache/sexpgpu; then /cuda (the S3
+  // cache is s3/ beside it: core/s3/cache.h). Empty when none can be found (no caching).
   static std::string cache_directory();
 
  private:
