@@ -11,7 +11,7 @@ apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config git ca-certificates \
   libspdlog-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev \
   libboost-dev libboost-filesystem-dev catch2 libcli11-dev \
-  libopenblas-dev zlib1g-dev libcurl4-openssl-dev libedit-dev jq libgloo-dev \
+  libopenblas-dev zlib1g-dev libcurl4-openssl-dev libssl-dev libedit-dev jq libgloo-dev \
   dataset-fashion-mnist fortunes
 if [ "${1:-}" = "--tests" ]; then
   apt-get install -y -qq --no-install-recommends python3-torch

@@ -217,7 +217,7 @@ struct PlannedVerb {
   const char* name;
   const char* page;
 };
-constexpr PlannedVerb kPlannedVerbs[] = {{"bundle", "run"}, {"report", "events"}};
+constexpr PlannedVerb kPlannedVerbs[] = {{"report", "events"}};
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -299,6 +299,7 @@ int main(int argc, char** argv) {
     cli::add_annotate(app, exit_code);
     cli::add_run(app, exit_code);
     cli::add_sweep(app, exit_code);
+    cli::add_bundle(app, exit_code);
     cli::add_docs(app, exit_code);
     cli::add_fmt(app, exit_code);
     cli::add_doctor(app, exit_code);
