@@ -114,7 +114,14 @@ expect status-preempted 0 $? "preempted (exit 75)" "$TMP/status" "next .*--resum
 python3 -c "import json,sys; s=json.load(open('$TMP/status.json')); sys.exit(0 if s['state']=='preempted' and 0 < s['step'] < $STEPS else 1)" &&
   ok status-preempted-step || bad "status-preempted-step: $(cat "$TMP/status.json" | head -c 300)"
 
-# Started again, from another directory: it resumes and ends where the reference did.
+# Started again on "another machine": the bundle, its run inside, moved
+# again, and started from another directory. It resumes from the checkpoint
+# (the IR names its files relative to the bundle, so the checkpoint's IR hash
+# still holds) and ends where the reference did.
+mkdir -p "$TMP/another"
+mv "$B" "$TMP/another/job"
+B=$TMP/another/job
+RUN=$B/runs/mlp.quick.steps=$STEPS
 (cd "$TMP" && "$B/run.sh" --steps $STEPS --threads 1 --quiet >"$TMP/out2" 2>"$TMP/err2")
 expect run-sh-resumed 0 $?
 python3 - "$RUN/events.jsonl" <<'PY' && ok run-sh-resumed-from-checkpoint || bad "run-sh-resumed-from-checkpoint"
@@ -136,6 +143,17 @@ expect run-sh-after-finish 0 $?
 SEXPGPU_RUNS=$TMP/envruns "$B/run.sh" --steps 2 --threads 1 --quiet >"$TMP/out" 2>"$TMP/err"
 expect run-sh-sexpgpu-runs 0 $?
 [ -f "$TMP/envruns/mlp.quick.steps=2/status.json" ] && ok run-sh-sexpgpu-runs-dir || bad "run-sh-sexpgpu-runs-dir"
+"$B/run.sh" --steps 2 --threads 1 --quiet --out "$TMP/outrun" >"$TMP/out" 2>"$TMP/err"
+expect run-sh-out 0 $?
+[ -f "$TMP/outrun/status.json" ] && ok run-sh-out-dir || bad "run-sh-out-dir"
+# The config file's [runs] dir is the laptop's; a bundle keeps its own place.
+mkdir -p "$HOME/.config/sexpgpu"
+printf '[runs]\ndir = "%s"\n' "$TMP/cfgruns" >"$HOME/.config/sexpgpu/config.toml"
+"$B/run.sh" --steps 3 --threads 1 --quiet >"$TMP/out" 2>"$TMP/err"
+expect run-sh-config-runs 0 $?
+[ -f "$B/runs/mlp.quick.steps=3/status.json" ] && [ ! -e "$TMP/cfgruns" ] && ok run-sh-config-runs-inside ||
+  bad "run-sh-config-runs-inside"
+rm "$HOME/.config/sexpgpu/config.toml"
 
 # A changed file is refused, naming it; so is a missing one.
 cp -r "$B" "$TMP/changed"
@@ -222,7 +240,11 @@ PATH=/usr/bin:/bin "$TMP/nodata/run.sh" >"$TMP/out" 2>"$TMP/err"
 expect run-sh-no-sexpgpu 127 $? "sexpgpu is not on PATH" "$TMP/err"
 
 # ---- modules keep their places ----------------------------------------------------------------
-mkdir -p "$TMP/proj/exp/lib" "$TMP/proj/common" "$TMP/modpath/lab"
+mkdir -p "$TMP/proj/exp/lib" "$TMP/proj/common" "$TMP/proj/data" "$TMP/modpath/lab"
+# Data beside the file's directory: "../data/train.csv" climbs out of it.
+awk 'BEGIN { for (i = 0; i < 64; i++) { s = 0; row = ""
+  for (j = 0; j < 8; j++) { v = ((i * 7 + j * 3) % 11) / 11.0; s += v; row = row v "," }
+  print row s / 8 } }' >"$TMP/proj/data/train.csv"
 cat >"$TMP/proj/exp/lib/blocks.lisp" <<'LISP'
 (defmodule blocks (:export hidden-width))
 (require "../../common/sizes.lisp" :as sizes)
@@ -241,7 +263,8 @@ cat >"$TMP/proj/exp/small.lisp" <<'LISP'
 (require "sexpgpu/optim")
 (require "./lib/blocks.lisp" :as blocks)
 (require "lab/act" :as act)
-(defloader train :source (synthetic :regression :features 8 :examples 256 :seed 1) :batch 32)
+(defloader train :source (csv "../data/train.csv" :columns ((:x :f32 (0 1 2 3 4 5 6 7)) (:y :f32 (8))))
+  :batch 16)
 (defmodel net (x) (nn:linear (act:act (nn:linear x (blocks:hidden-width) :name "h")) 1 :name "out"))
 (defun objective (batch ctx) (mse (net (getf batch :x)) (getf batch :y)))
 (defun optimizer () (optim:sgd :lr 0.1))
@@ -249,17 +272,17 @@ cat >"$TMP/proj/exp/small.lisp" <<'LISP'
 LISP
 SEXPGPU_MODULE_PATH=$TMP/modpath "$BIN" bundle "$TMP/proj/exp/small.lisp" -o "$TMP/smallb" >"$TMP/out" 2>"$TMP/err"
 expect modules-bundled 0 $?
-toml "$TMP/smallb/bundle.toml" "sorted(f['path'] for f in t['files']) == sorted(['ir.json', 'src/proj/exp/small.lisp', 'src/proj/exp/lib/blocks.lisp', 'src/proj/common/sizes.lisp', 'src/modpath/lab/act.lisp']) and t['module_path'] == ['src/modpath'] and t['run_file'] == 'src/proj/exp/small.lisp'" &&
+toml "$TMP/smallb/bundle.toml" "sorted(f['path'] for f in t['files']) == sorted(['ir.json', 'src/proj/exp/small.lisp', 'src/proj/exp/lib/blocks.lisp', 'src/proj/common/sizes.lisp', 'src/modpath/lab/act.lisp', 'src/proj/data/train.csv']) and t['data'][0]['path'] == 'src/proj/data/train.csv' and t['module_path'] == ['src/modpath'] and t['run_file'] == 'src/proj/exp/small.lisp'" &&
   ok modules-placed || { bad "modules-placed"; cat "$TMP/smallb/bundle.toml"; }
-mv "$TMP/smallb" "$TMP/elsewhere/smallb"
+mv "$TMP/smallb" "$TMP/another/smallb"
 rm -rf "$TMP/proj" "$TMP/modpath"
-"$TMP/elsewhere/smallb/run.sh" --threads 1 --quiet >"$TMP/out" 2>"$TMP/err"
+"$TMP/another/smallb/run.sh" --threads 1 --quiet >"$TMP/out" 2>"$TMP/err"
 expect modules-run-moved 0 $?
-[ -f "$TMP/elsewhere/smallb/runs/small/checkpoints/latest/model.safetensors" ] && ok modules-run-dir-inside ||
+[ -f "$TMP/another/smallb/runs/small/checkpoints/latest/model.safetensors" ] && ok modules-run-dir-inside ||
   bad "modules-run-dir-inside"
 # A module required by an absolute path cannot travel.
 mkdir -p "$TMP/absmod"
-cp "$TMP/elsewhere/smallb/src/proj/common/sizes.lisp" "$TMP/absmod/sizes.lisp"
+cp "$TMP/another/smallb/src/proj/common/sizes.lisp" "$TMP/absmod/sizes.lisp"
 cat >"$TMP/absmod/run.lisp" <<LISP
 (require "sexpgpu/nn")
 (require "sexpgpu/optim")
