@@ -167,7 +167,9 @@ void add_bundle(CLI::App& app, int& exit_code) {
         e.size = int64_t(fs::file_size(f.found, size_ec));
         Result<std::string> sum = bundle::sha256_file(f.found);
         if (!sum || size_ec)
-          return refuse({kRunFailed, "E-IO", sum ? size_ec.message() : sum.error()});
+          return refuse(
+              {kRunFailed, "E-IO",
+               sum ? "cannot read " + f.found.string() + ": " + size_ec.message() : sum.error()});
         e.sha256 = *sum;
         if (!opts->no_data) {
           if (fs::path(f.written).is_absolute())
@@ -239,7 +241,7 @@ void add_bundle(CLI::App& app, int& exit_code) {
     if (!b || b->sink.error_count() > 0 || !b->compiled) {
       std::string first = b && !b->sink.all().empty() ? b->sink.all().front().message : "";
       (void)b.release();
-      return refuse({kRunFailed, "E-BUNDLE",
+      return refuse({kUsage, "E-BUNDLE",
                      "the bundled copy of " + opts->file + " does not compile: " + first +
                          "\n  fix: a module required by an absolute path cannot travel; "
                          "require it relative to the file"});

@@ -229,7 +229,8 @@ void add_run(CLI::App& app, int& exit_code) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("run", "train a run file with the fixed training loop");
-  cmd->add_option("file", opts->file, "the run file")->required();
+  cmd->add_option("file", opts->file, "the run file, or a bundle directory (sexpgpu bundle)")
+      ->required();
   cmd->add_option("--device", opts->device,
                   "cpu, cuda, cuda:N or auto (default: $SEXPGPU_DEVICE, else auto)")
       ->check(CLI::Validator([](std::string& v) { return device_problem(v); }, "DEVICE"));
