@@ -57,12 +57,13 @@ PY
 }
 
 VERSION=$("$BIN" --version | awk '{print $2}')
-STEPS=1500  # checkpoints at 1000 (defrun's :every) and at the end
+# A narrow MLP keeps it short; checkpoints at 1000 (defrun's :every) and at the end.
+STEPS=2500
 
 # ---- a bundle with its data, moved, preempted and resumed ----------------------------------
 mkdir "$TMP/made"
-"$BIN" bundle "$SRC/examples/mlp.lisp" --variant quick -o "$TMP/made/mlp" >"$TMP/out" 2>"$TMP/err"
-expect bundle-made 0 $? "bundle .*mlp: mlp.quick" "$TMP/out" "data copied in" "$TMP/out"
+"$BIN" bundle "$SRC/examples/mlp.lisp" --variant quick --set width=64 -o "$TMP/made/mlp" >"$TMP/out" 2>"$TMP/err"
+expect bundle-made 0 $? "bundle .*mlp: mlp.quick.width=64" "$TMP/out" "data copied in" "$TMP/out"
 B0=$TMP/made/mlp
 for f in bundle.toml ir.json run.sh src/mlp.lisp src/fashion-mnist/train-images-idx3-ubyte.gz \
   src/fashion-mnist/train-labels-idx1-ubyte.gz src/fashion-mnist/t10k-images-idx3-ubyte.gz \
@@ -72,16 +73,16 @@ done
 [ -x "$B0/run.sh" ] && ok bundle-run-sh-executable || bad "bundle-run-sh-executable"
 ls "$TMP/made" | grep -q partial && bad "bundle-no-partial: a temporary directory is left" || ok bundle-no-partial
 cmp -s "$SRC/examples/mlp.lisp" "$B0/src/mlp.lisp" && ok bundle-run-file-as-is || bad "bundle-run-file-as-is"
-toml "$B0/bundle.toml" "t['sexpgpu_version'] == '$VERSION' and t['slug'] == 'mlp.quick' and t['run_file'] == 'src/mlp.lisp' and t['selection'] == {'variants': ['quick'], 'sets': [], 'point': ''} and t['data_bundled'] and t['format'] == 1" &&
+toml "$B0/bundle.toml" "t['sexpgpu_version'] == '$VERSION' and t['slug'] == 'mlp.quick.width=64' and t['run_file'] == 'src/mlp.lisp' and t['selection'] == {'variants': ['quick'], 'sets': ['width=64'], 'point': ''} and t['data_bundled'] and t['format'] == 1" &&
   ok bundle-toml-selection || bad "bundle-toml-selection"
 toml "$B0/bundle.toml" "all(os.path.getsize(os.path.join(d, f['path'])) == f['size'] and sha(f['path']) == f['sha256'] for f in t['files']) and sorted(f['path'] for f in t['files']) == sorted(['ir.json', 'src/mlp.lisp'] + ['src/fashion-mnist/' + n for n in os.listdir(d + '/src/fashion-mnist')])" &&
   ok bundle-toml-checksums || bad "bundle-toml-checksums"
 toml "$B0/bundle.toml" "len(t['data']) == 4 and all(e['sha256'] == hashlib.sha256(open('$DATA/' + e['source'].split('/')[-1], 'rb').read()).hexdigest() and e['size'] == os.path.getsize('$DATA/' + e['source'].split('/')[-1]) and e['path'] == 'src/' + e['source'] for e in t['data']) and {e['loader'] for e in t['data']} == {'train', 'test'}" &&
   ok bundle-toml-data || bad "bundle-toml-data"
-# The device needs are explain's memory plan: parameters 784*256+256+256*10+10 f32.
-toml "$B0/bundle.toml" "t['device']['parameters'] == 4 * (784 * 256 + 256 + 256 * 10 + 10) and t['device']['total'] >= sum(v for k, v in t['device'].items() if k != 'total') - 1" &&
+# The device needs are explain's memory plan: parameters 784*64+64+64*10+10 f32.
+toml "$B0/bundle.toml" "t['device']['parameters'] == 4 * (784 * 64 + 64 + 64 * 10 + 10) and t['device']['total'] >= sum(v for k, v in t['device'].items() if k != 'total') - 1" &&
   ok bundle-toml-device || bad "bundle-toml-device"
-"$BIN" explain "$SRC/examples/mlp.lisp" --variant quick --json >"$TMP/explain.json" 2>/dev/null
+"$BIN" explain "$SRC/examples/mlp.lisp" --variant quick --set width=64 --json >"$TMP/explain.json" 2>/dev/null
 toml "$B0/bundle.toml" "__import__('json').load(open('$TMP/explain.json'))['memory']['parameters'] == t['device']['parameters']" &&
   ok bundle-device-is-explains || bad "bundle-device-is-explains"
 # Nothing in it names where it was made.
@@ -95,10 +96,10 @@ toml "$B0/bundle.toml" "__import__('json').load(open(d + '/ir.json'))['files'][1
 mkdir -p "$TMP/elsewhere"
 mv "$B0" "$TMP/elsewhere/job"
 B=$TMP/elsewhere/job
-RUN=$B/runs/mlp.quick.steps=$STEPS
+RUN=$B/runs/mlp.quick.width=64.steps=$STEPS
 
 # The run never stopped: the original file, not the bundle.
-"$BIN" run "$SRC/examples/mlp.lisp" --variant quick --steps $STEPS --threads 1 --quiet --out "$TMP/reference" >"$TMP/out" 2>"$TMP/err"
+"$BIN" run "$SRC/examples/mlp.lisp" --variant quick --set width=64 --steps $STEPS --threads 1 --quiet --out "$TMP/reference" >"$TMP/out" 2>"$TMP/err"
 expect reference-run 0 $?
 
 (cd / && exec "$B/run.sh" --steps $STEPS --threads 1 --quiet >"$TMP/out1" 2>"$TMP/err1") &
@@ -121,7 +122,7 @@ python3 -c "import json,sys; s=json.load(open('$TMP/status.json')); sys.exit(0 i
 mkdir -p "$TMP/another"
 mv "$B" "$TMP/another/job"
 B=$TMP/another/job
-RUN=$B/runs/mlp.quick.steps=$STEPS
+RUN=$B/runs/mlp.quick.width=64.steps=$STEPS
 (cd "$TMP" && "$B/run.sh" --steps $STEPS --threads 1 --quiet >"$TMP/out2" 2>"$TMP/err2")
 expect run-sh-resumed 0 $?
 python3 - "$RUN/events.jsonl" <<'PY' && ok run-sh-resumed-from-checkpoint || bad "run-sh-resumed-from-checkpoint"
@@ -142,7 +143,7 @@ expect run-sh-after-finish 0 $?
 # SEXPGPU_RUNS and --out put the run elsewhere.
 SEXPGPU_RUNS=$TMP/envruns "$B/run.sh" --steps 2 --threads 1 --quiet >"$TMP/out" 2>"$TMP/err"
 expect run-sh-sexpgpu-runs 0 $?
-[ -f "$TMP/envruns/mlp.quick.steps=2/status.json" ] && ok run-sh-sexpgpu-runs-dir || bad "run-sh-sexpgpu-runs-dir"
+[ -f "$TMP/envruns/mlp.quick.width=64.steps=2/status.json" ] && ok run-sh-sexpgpu-runs-dir || bad "run-sh-sexpgpu-runs-dir"
 "$B/run.sh" --steps 2 --threads 1 --quiet --out "$TMP/outrun" >"$TMP/out" 2>"$TMP/err"
 expect run-sh-out 0 $?
 [ -f "$TMP/outrun/status.json" ] && ok run-sh-out-dir || bad "run-sh-out-dir"
@@ -151,7 +152,7 @@ mkdir -p "$HOME/.config/sexpgpu"
 printf '[runs]\ndir = "%s"\n' "$TMP/cfgruns" >"$HOME/.config/sexpgpu/config.toml"
 "$B/run.sh" --steps 3 --threads 1 --quiet >"$TMP/out" 2>"$TMP/err"
 expect run-sh-config-runs 0 $?
-[ -f "$B/runs/mlp.quick.steps=3/status.json" ] && [ ! -e "$TMP/cfgruns" ] && ok run-sh-config-runs-inside ||
+[ -f "$B/runs/mlp.quick.width=64.steps=3/status.json" ] && [ ! -e "$TMP/cfgruns" ] && ok run-sh-config-runs-inside ||
   bad "run-sh-config-runs-inside"
 rm "$HOME/.config/sexpgpu/config.toml"
 
