@@ -171,6 +171,14 @@ void add_bundle(CLI::App& app, int& exit_code) {
               {kRunFailed, "E-IO",
                sum ? "cannot read " + f.found.string() + ": " + size_ec.message() : sum.error()});
         e.sha256 = *sum;
+        if (opts->no_data && !fs::path(f.written).is_absolute() &&
+            bundle::absolute_path(f.found) == (run_dir / f.written).lexically_normal())
+          return refuse({kUsage, "E-BUNDLE",
+                         "loader " + decl.name + "'s \"" + f.written +
+                             "\" is found beside the run file (" + f.found.string() +
+                             "), which a --no-data bundle leaves behind, so its run would not "
+                             "find it\n  fix: bundle the data (leave out --no-data), or move "
+                             "it to a directory of $SEXPGPU_DATA here and where it will run"});
         if (!opts->no_data) {
           if (fs::path(f.written).is_absolute())
             return refuse({kUsage, "E-BUNDLE",
@@ -243,8 +251,8 @@ void add_bundle(CLI::App& app, int& exit_code) {
       (void)b.release();
       return refuse({kUsage, "E-BUNDLE",
                      "the bundled copy of " + opts->file + " does not compile: " + first +
-                         "\n  fix: a module required by an absolute path cannot travel; "
-                         "require it relative to the file"});
+                         "\n  fix: what the file reads must travel with it: require modules "
+                         "relative to the file, and name data relative to it"});
     }
     for (const fs::path& mod : user_modules(*b))
       if (!bundle::relative_inside(bundle::absolute_path(work), mod)) {
@@ -255,6 +263,17 @@ void add_bundle(CLI::App& app, int& exit_code) {
                            "another machine\n  fix: require it relative to the file "
                            "(\"./lib/x.lisp\") or through $SEXPGPU_MODULE_PATH"});
       }
+    if (!opts->no_data)
+      for (const spec::LoaderDecl& decl : b->compiled->loaders.decls)
+        for (const spec::DataFile& f : decl.data_files)
+          if (!bundle::relative_inside(bundle::absolute_path(work),
+                                       bundle::absolute_path(f.found))) {
+            (void)b.release();
+            return refuse({kUsage, "E-BUNDLE",
+                           "the bundled copy of loader " + decl.name + "'s \"" + f.written +
+                               "\" is not what its lookup finds (" + f.found.string() +
+                               ")\n  fix: bundle with --no-data to leave the data where it is"});
+          }
     m.ir_hash = bundle_ir_hash(*b->compiled, work);
     std::string e;
     if (!write_file_atomic((work / "ir.json").string(),

@@ -191,6 +191,12 @@ expect absolute-data-refused 2 $? "E-BUNDLE loader train names the absolute path
 [ -e "$TMP/abs" ] && bad "absolute-data-refused: the bundle was written" || ok absolute-data-nothing-written
 "$BIN" bundle "$TMP/absolute.lisp" --variant quick --no-data -o "$TMP/abs" >"$TMP/out" 2>"$TMP/err"
 expect absolute-data-no-data 0 $?
+# --no-data leaves behind a file found beside the run file: refused.
+mkdir -p "$TMP/beside/fashion-mnist"
+cp "$SRC/examples/mlp.lisp" "$TMP/beside/mlp.lisp"
+ln -s "$DATA/train-images-idx3-ubyte.gz" "$TMP/beside/fashion-mnist/train-images-idx3-ubyte.gz"
+"$BIN" bundle "$TMP/beside/mlp.lisp" --no-data -o "$TMP/besideb" >"$TMP/out" 2>"$TMP/err"
+expect nodata-beside-refused 2 $? "E-BUNDLE loader train's \"fashion-mnist/train-images-idx3-ubyte.gz\" is found beside the run file" "$TMP/err"
 
 # ---- another version: a warning; another IR: refused ----------------------------------------
 cp -r "$TMP/nodata" "$TMP/old"
