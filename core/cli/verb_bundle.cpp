@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -54,15 +55,21 @@ fi
 exec sexpgpu run "$here" --resume latest "$@"
 )SH";
 
-// A file to place in the bundle: where it is, and where it goes.
-struct Placed {
-  fs::path from;
-  fs::path at;  // its place as the run file sees it (absolute), before the bundle's root
-};
-
 struct Refusal {
   int code;
   std::string error_code, message;
+};
+using Refused = std::optional<Refusal>;
+
+// What goes in a bundle, at its places as the run file sees them
+// (absolute): the run file, its modules, the $SEXPGPU_MODULE_PATH
+// directories they came from, and the data, each copied one under the
+// place where the run file's lookup finds it first.
+struct Contents {
+  fs::path run_file;
+  std::vector<fs::path> modules, module_dirs;
+  std::vector<bundle::DataEntry> data;       // `path`: its place, until the root is known
+  std::map<fs::path, fs::path> data_copies;  // place -> the file the lookup found
 };
 
 // The bundle's path of `at`: "src/" + its place under `root`.
@@ -78,13 +85,120 @@ Result<bundle::FileEntry> file_entry(const fs::path& dir, const std::string& pat
   return bundle::FileEntry{path, int64_t(fs::file_size(dir / path, ec)), *sum};
 }
 
-std::optional<Refusal> copy_into(const fs::path& from, const fs::path& to) {
+Refused copy_into(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
   if (!ec) fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
   if (ec)
     return Refusal{kRunFailed, "E-IO",
                    "cannot copy " + from.string() + " to " + to.string() + ": " + ec.message()};
+  return std::nullopt;
+}
+
+// One data file a loader reads, recorded with its size and SHA-256, and
+// placed for copying unless --no-data; what cannot travel is refused.
+Refused add_data(const spec::LoaderDecl& decl, const spec::DataFile& f, bool no_data, Contents& c) {
+  const std::string what = "loader " + decl.name + "'s \"" + f.written + "\"";
+  if (f.written.starts_with("s3://"))
+    return Refusal{kUsage, "E-UNSUPPORTED",
+                   what + ": bundling s3:// sources comes with the S3 client"};
+  const bool absolute = fs::path(f.written).is_absolute();
+  const fs::path place = (c.run_file.parent_path() / f.written).lexically_normal();
+  if (!no_data && absolute)
+    return Refusal{kUsage, "E-BUNDLE",
+                   "loader " + decl.name + " names the absolute path \"" + f.written +
+                       "\", which a bundle cannot carry to another machine\n  fix: write it "
+                       "relative (looked up in the run file's directory, then $SEXPGPU_DATA, "
+                       "then /usr/share/datasets), or bundle with --no-data to leave the data "
+                       "where it is"};
+  if (no_data && !absolute && bundle::absolute_path(f.found) == place)
+    return Refusal{kUsage, "E-BUNDLE",
+                   what + " is found beside the run file (" + f.found.string() +
+                       "), which a --no-data bundle leaves behind, so its run would not find "
+                       "it\n  fix: bundle the data (leave out --no-data), or move it to a "
+                       "directory of $SEXPGPU_DATA here and where it will run"};
+  std::error_code ec;
+  bundle::DataEntry e{decl.name, f.written, int64_t(fs::file_size(f.found, ec)), "", ""};
+  if (ec)
+    return Refusal{kRunFailed, "E-IO", "cannot read " + f.found.string() + ": " + ec.message()};
+  Result<std::string> sum = bundle::sha256_file(f.found);
+  if (!sum) return Refusal{kRunFailed, "E-IO", sum.error()};
+  e.sha256 = *sum;
+  if (!no_data) {
+    c.data_copies.emplace(place, f.found);
+    e.path = place.string();
+  }
+  c.data.push_back(std::move(e));
+  return std::nullopt;
+}
+
+Refused gather(const runfile::Session& s, const std::string& file, bool no_data, Contents& c) {
+  c.run_file = bundle::absolute_path(file);
+  c.modules = user_modules(s);
+  if (const char* env = std::getenv("SEXPGPU_MODULE_PATH"))
+    for (const fs::path& d : data::split_search_path(env)) {
+      fs::path dir = bundle::absolute_path(d);
+      if (std::any_of(c.modules.begin(), c.modules.end(),
+                      [&](const fs::path& m) { return bundle::relative_inside(dir, m); }))
+        c.module_dirs.push_back(dir);
+    }
+  for (const spec::LoaderDecl& decl : s.compiled->loaders.decls)
+    for (const spec::DataFile& f : decl.data_files)
+      if (Refused r = add_data(decl, f, no_data, c)) return r;
+  return std::nullopt;
+}
+
+// The deepest directory holding everything, so that every relative place
+// (../lib, fashion-mnist/...) holds inside src/.
+fs::path root_of(const Contents& c) {
+  std::vector<fs::path> dirs = {c.run_file.parent_path()};
+  for (const fs::path& m : c.modules) dirs.push_back(m.parent_path());
+  for (const auto& [place, found] : c.data_copies) dirs.push_back(place.parent_path());
+  dirs.insert(dirs.end(), c.module_dirs.begin(), c.module_dirs.end());
+  return bundle::common_directory(dirs);
+}
+
+// The bundle in `work` compiled again, as run DIR will: every module (and
+// copied data file) must be found inside it. Sets the manifest's IR hash
+// and writes ir.json.
+Refused compile_copy(const fs::path& work, const LimitFlags& limits, const std::string& file,
+                     bool no_data, bundle::Manifest& m) {
+  use_bundle_module_path(work, m);
+  int code = kOk;
+  std::unique_ptr<runfile::Session> b = limits.load((work / m.run_file).string(), "bundle", code,
+                                                    true, false, lazy_reducer_plugins());
+  struct Leak {  // the session is left to the process's end, as every verb does
+    std::unique_ptr<runfile::Session>& s;
+    ~Leak() { (void)s.release(); }
+  } leak{b};
+  if (!b || b->sink.error_count() > 0 || !b->compiled) {
+    std::string first = b && !b->sink.all().empty() ? b->sink.all().front().message : "";
+    return Refusal{kUsage, "E-BUNDLE",
+                   "the bundled copy of " + file + " does not compile: " + first +
+                       "\n  fix: what the file reads must travel with it: require modules "
+                       "relative to the file, and name data relative to it"};
+  }
+  const fs::path inside = bundle::absolute_path(work);
+  for (const fs::path& mod : user_modules(*b))
+    if (!bundle::relative_inside(inside, mod))
+      return Refusal{kUsage, "E-BUNDLE",
+                     "module " + mod.string() +
+                         " is required by an absolute path, which a bundle cannot carry to "
+                         "another machine\n  fix: require it relative to the file "
+                         "(\"./lib/x.lisp\") or through $SEXPGPU_MODULE_PATH"};
+  if (!no_data)
+    for (const spec::LoaderDecl& decl : b->compiled->loaders.decls)
+      for (const spec::DataFile& f : decl.data_files)
+        if (!bundle::relative_inside(inside, bundle::absolute_path(f.found)))
+          return Refusal{kUsage, "E-BUNDLE",
+                         "the bundled copy of loader " + decl.name + "'s \"" + f.written +
+                             "\" is not what its lookup finds (" + f.found.string() +
+                             ")\n  fix: bundle with --no-data to leave the data where it is"};
+  m.ir_hash = bundle_ir_hash(*b->compiled, work);
+  std::string e;
+  if (!write_file_atomic((work / "ir.json").string(),
+                         ir::to_json(b->compiled->module).dump() + "\n", &e))
+    return Refusal{kRunFailed, "E-IO", e};
   return std::nullopt;
 }
 
@@ -136,87 +250,25 @@ void add_bundle(CLI::App& app, int& exit_code) {
       return refuse({kFileErrors, "E-CONTRACT-MISSING",
                      opts->file + " is not a run file (no defrun): there is nothing to run"});
     }
-    const runfile::CompiledRun& compiled = *s->compiled;
-    lisp::Interp& in = *s->interp;
-
-    // What goes in: the run file, its modules, the data.
-    const fs::path run_file = bundle::absolute_path(opts->file);
-    const fs::path run_dir = run_file.parent_path();
-    std::vector<Placed> sources = {{run_file, run_file}};
-    for (const fs::path& m : user_modules(*s)) sources.push_back({m, m});
-    std::vector<fs::path> module_dirs;
-    if (const char* env = std::getenv("SEXPGPU_MODULE_PATH"))
-      for (const fs::path& d : data::split_search_path(env)) {
-        fs::path abs = bundle::absolute_path(d);
-        for (const Placed& p : sources)
-          if (p.from != run_file && bundle::relative_inside(abs, p.from)) {
-            module_dirs.push_back(abs);
-            break;
-          }
-      }
-    std::vector<bundle::DataEntry> data;
-    std::map<fs::path, fs::path> data_copies;  // place in the bundle -> the file found
-    for (const spec::LoaderDecl& decl : compiled.loaders.decls)
-      for (const spec::DataFile& f : decl.data_files) {
-        if (f.written.starts_with("s3://"))
-          return refuse({kUsage, "E-UNSUPPORTED",
-                         "loader " + decl.name + " reads \"" + f.written +
-                             "\": bundling s3:// sources comes with the S3 client"});
-        bundle::DataEntry e{decl.name, f.written, 0, "", ""};
-        std::error_code size_ec;
-        e.size = int64_t(fs::file_size(f.found, size_ec));
-        Result<std::string> sum = bundle::sha256_file(f.found);
-        if (!sum || size_ec)
-          return refuse(
-              {kRunFailed, "E-IO",
-               sum ? "cannot read " + f.found.string() + ": " + size_ec.message() : sum.error()});
-        e.sha256 = *sum;
-        if (opts->no_data && !fs::path(f.written).is_absolute() &&
-            bundle::absolute_path(f.found) == (run_dir / f.written).lexically_normal())
-          return refuse({kUsage, "E-BUNDLE",
-                         "loader " + decl.name + "'s \"" + f.written +
-                             "\" is found beside the run file (" + f.found.string() +
-                             "), which a --no-data bundle leaves behind, so its run would not "
-                             "find it\n  fix: bundle the data (leave out --no-data), or move "
-                             "it to a directory of $SEXPGPU_DATA here and where it will run"});
-        if (!opts->no_data) {
-          if (fs::path(f.written).is_absolute())
-            return refuse({kUsage, "E-BUNDLE",
-                           "loader " + decl.name + " names the absolute path \"" + f.written +
-                               "\", which a bundle cannot carry to another machine\n  fix: "
-                               "write it relative (looked up in the run file's directory, then "
-                               "$SEXPGPU_DATA, then /usr/share/datasets), or bundle with "
-                               "--no-data to leave the data where it is"});
-          fs::path at = (run_dir / f.written).lexically_normal();
-          data_copies.emplace(at, f.found);
-          e.path = at.string();  // made a bundle path once the root is known
-        }
-        data.push_back(std::move(e));
-      }
-
-    // The root: the deepest directory holding everything, so that every
-    // relative place (../lib, fashion-mnist/...) holds inside src/.
-    std::vector<fs::path> dirs;
-    for (const Placed& p : sources) dirs.push_back(p.at.parent_path());
-    for (const auto& [at, found] : data_copies) dirs.push_back(at.parent_path());
-    for (const fs::path& d : module_dirs) dirs.push_back(d);
-    const fs::path root = bundle::common_directory(dirs);
+    Contents c;
+    if (Refused r = gather(*s, opts->file, opts->no_data, c)) return refuse(*r);
+    const fs::path root = root_of(c);
 
     bundle::Manifest m;
     m.sexpgpu_version = SEXPGPU_VERSION;
-    m.run_file = bundle_path(root, run_file);
-    m.slug = s->selection().slug(in, run_file.stem().string());
+    m.run_file = bundle_path(root, c.run_file);
+    m.slug = s->selection().slug(*s->interp, c.run_file.stem().string());
     m.variants = opts->limits.variants;
     select::Request request;
     opts->limits.request(request);  // well-formed: load() checked it
     m.sets = request.sets;
     m.point = opts->limits.point;
-    for (const fs::path& d : module_dirs) m.module_path.push_back(bundle_path(root, d));
+    for (const fs::path& d : c.module_dirs) m.module_path.push_back(bundle_path(root, d));
     m.data_bundled = !opts->no_data;
-    for (bundle::DataEntry& e : data)
+    m.data = c.data;
+    for (bundle::DataEntry& e : m.data)
       if (!e.path.empty()) e.path = bundle_path(root, e.path);
-    m.data = data;
-    train::RunMemory plan = train::plan_run_memory(compiled);
+    train::RunMemory plan = train::plan_run_memory(*s->compiled);
     m.device = {plan.parameters,  plan.gradients, plan.optimizer_state, plan.batch,
                 plan.activations, plan.workspace, plan.total()};
 
@@ -234,56 +286,19 @@ void add_bundle(CLI::App& app, int& exit_code) {
     fs::create_directories(work, ec);
     if (ec)
       return refuse({kRunFailed, "E-IO", "cannot create " + work.string() + ": " + ec.message()});
-    for (const Placed& p : sources)
-      if (auto r = copy_into(p.from, work / bundle_path(root, p.at))) return refuse(*r);
-    for (const auto& [at, found] : data_copies)
-      if (auto r = copy_into(found, work / bundle_path(root, at))) return refuse(*r);
-
-    // Compiled again from the bundle, as run DIR will: every module and
-    // data file must be found inside it, and the IR is the one recorded.
-    use_bundle_module_path(work, m);
-    LimitFlags again = opts->limits;
-    int again_code = kOk;
-    std::unique_ptr<runfile::Session> b = again.load(
-        (work / m.run_file).string(), "bundle", again_code, true, false, lazy_reducer_plugins());
-    if (!b || b->sink.error_count() > 0 || !b->compiled) {
-      std::string first = b && !b->sink.all().empty() ? b->sink.all().front().message : "";
-      (void)b.release();
-      return refuse({kUsage, "E-BUNDLE",
-                     "the bundled copy of " + opts->file + " does not compile: " + first +
-                         "\n  fix: what the file reads must travel with it: require modules "
-                         "relative to the file, and name data relative to it"});
-    }
-    for (const fs::path& mod : user_modules(*b))
-      if (!bundle::relative_inside(bundle::absolute_path(work), mod)) {
-        (void)b.release();
-        return refuse({kUsage, "E-BUNDLE",
-                       "module " + mod.string() +
-                           " is required by an absolute path, which a bundle cannot carry to "
-                           "another machine\n  fix: require it relative to the file "
-                           "(\"./lib/x.lisp\") or through $SEXPGPU_MODULE_PATH"});
-      }
-    if (!opts->no_data)
-      for (const spec::LoaderDecl& decl : b->compiled->loaders.decls)
-        for (const spec::DataFile& f : decl.data_files)
-          if (!bundle::relative_inside(bundle::absolute_path(work),
-                                       bundle::absolute_path(f.found))) {
-            (void)b.release();
-            return refuse({kUsage, "E-BUNDLE",
-                           "the bundled copy of loader " + decl.name + "'s \"" + f.written +
-                               "\" is not what its lookup finds (" + f.found.string() +
-                               ")\n  fix: bundle with --no-data to leave the data where it is"});
-          }
-    m.ir_hash = bundle_ir_hash(*b->compiled, work);
-    std::string e;
-    if (!write_file_atomic((work / "ir.json").string(),
-                           ir::to_json(b->compiled->module).dump() + "\n", &e))
-      return refuse({kRunFailed, "E-IO", e});
-    (void)b.release();
-
+    // Each file from where it is to its bundle path.
+    std::vector<std::pair<fs::path, std::string>> copies = {
+        {c.run_file, bundle_path(root, c.run_file)}};
+    for (const fs::path& f : c.modules) copies.push_back({f, bundle_path(root, f)});
+    for (const auto& [place, found] : c.data_copies)
+      copies.push_back({found, bundle_path(root, place)});
     std::vector<std::string> listed;
-    for (const Placed& p : sources) listed.push_back(bundle_path(root, p.at));
-    for (const auto& [at, found] : data_copies) listed.push_back(bundle_path(root, at));
+    for (const auto& [from, to] : copies) {
+      if (Refused r = copy_into(from, work / to)) return refuse(*r);
+      listed.push_back(to);
+    }
+    if (Refused r = compile_copy(work, opts->limits, opts->file, opts->no_data, m))
+      return refuse(*r);
     listed.push_back("ir.json");
     int64_t bytes = 0;
     for (const std::string& path : listed) {
@@ -292,6 +307,7 @@ void add_bundle(CLI::App& app, int& exit_code) {
       bytes += entry->size;
       m.files.push_back(*entry);
     }
+    std::string e;
     if (!write_file_atomic((work / bundle::kManifestName).string(), bundle::to_toml(m), &e) ||
         !write_file_atomic((work / "run.sh").string(), kRunScript, &e))
       return refuse({kRunFailed, "E-IO", e});
