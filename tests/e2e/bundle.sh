@@ -111,6 +111,8 @@ rc=$?
 expect run-sh-preempted 75 $rc
 "$BIN" status "$RUN" >"$TMP/status" 2>&1
 expect status-preempted 0 $? "preempted (exit 75)" "$TMP/status" "next .*--resume latest" "$TMP/status"
+"$BIN" status "$B" >"$TMP/status" 2>&1
+expect status-of-bundle 0 $? "^run  *$RUN" "$TMP/status" "preempted (exit 75)" "$TMP/status"
 "$BIN" status "$RUN" --json >"$TMP/status.json" 2>&1
 python3 -c "import json,sys; s=json.load(open('$TMP/status.json')); sys.exit(0 if s['state']=='preempted' and 0 < s['step'] < $STEPS else 1)" &&
   ok status-preempted-step || bad "status-preempted-step: $(cat "$TMP/status.json" | head -c 300)"
@@ -155,6 +157,8 @@ expect run-sh-config-runs 0 $?
 [ -f "$B/runs/mlp.quick.width=64.steps=3/status.json" ] && [ ! -e "$TMP/cfgruns" ] && ok run-sh-config-runs-inside ||
   bad "run-sh-config-runs-inside"
 rm "$HOME/.config/sexpgpu/config.toml"
+"$BIN" status "$B" >"$TMP/out" 2>"$TMP/err"
+expect status-of-bundle-several 2 $? "holds 2 runs; name one" "$TMP/err" "sexpgpu status $B/runs/mlp.quick.width=64.steps=3" "$TMP/err"
 
 # A changed file is refused, naming it; so is a missing one.
 cp -r "$B" "$TMP/changed"
@@ -174,6 +178,8 @@ rm -rf "$TMP/changed"
 "$BIN" bundle "$SRC/examples/mlp.lisp" --variant quick --no-data -o "$TMP/nodata" >"$TMP/out" 2>"$TMP/err"
 expect nodata-made 0 $? "data left out" "$TMP/out"
 [ -e "$TMP/nodata/src/fashion-mnist" ] && bad "nodata-no-copies" || ok nodata-no-copies
+"$BIN" status "$TMP/nodata" >"$TMP/out" 2>"$TMP/err"
+expect status-of-bundle-no-run 2 $? "bundle .*nodata has no run yet (start .*nodata/run.sh)" "$TMP/err"
 toml "$TMP/nodata/bundle.toml" "not t['data_bundled'] and len(t['data']) == 4 and all('path' not in e and e['size'] > 0 for e in t['data']) and [f['path'] for f in t['files']] == ['src/mlp.lisp', 'ir.json']" &&
   ok nodata-toml || bad "nodata-toml"
 "$TMP/nodata/run.sh" --steps 3 --threads 1 --quiet >"$TMP/out" 2>"$TMP/err"
