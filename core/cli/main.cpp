@@ -212,14 +212,6 @@ bool use_color_stdout() {
 
 namespace {
 
-// The verbs of the design (spec cli.md) that this binary does not have yet,
-// with the page that describes each.
-struct PlannedVerb {
-  const char* name;
-  const char* page;
-};
-constexpr PlannedVerb kPlannedVerbs[] = {{"bundle", "run"}};
-
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -252,14 +244,6 @@ int refuse_unknown_verb(const CLI::App& app, int argc, char** argv) {
   std::vector<std::string> verbs;
   for (const CLI::App* sub : app.get_subcommands({})) verbs.push_back(sub->get_name());
   if (std::find(verbs.begin(), verbs.end(), verb) != verbs.end()) return -1;
-  for (const PlannedVerb& p : kPlannedVerbs)
-    if (verb == p.name) {
-      std::cerr << "sexpgpu: E-UNSUPPORTED '" << verb
-                << "' is a verb of the design that this build does not have yet\n"
-                << "  see: sexpgpu docs cli (docs/cli.md, \"Not available yet\"), and docs/"
-                << p.page << ".md for what it will do\n";
-      return kUsage;
-    }
   std::string best;
   size_t best_distance = std::max<size_t>(2, verb.size() / 3) + 1;
   for (const std::string& v : verbs)
@@ -302,6 +286,7 @@ int main(int argc, char** argv) {
     cli::add_report(app, exit_code);
     cli::add_run(app, exit_code);
     cli::add_sweep(app, exit_code);
+    cli::add_bundle(app, exit_code);
     cli::add_docs(app, exit_code);
     cli::add_fmt(app, exit_code);
     cli::add_doctor(app, exit_code);

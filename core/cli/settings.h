@@ -1,7 +1,7 @@
 // The process's settings (core/config): the config file is read once, at
 // the first verb that needs a setting, and its warnings printed then. The
 // verbs that compile a run file or load plugins (check, watch, ir,
-// explain, diff, new, run, sweep, doctor) ask here; fmt, docs, eval,
+// explain, diff, new, run, sweep, bundle, doctor) ask here; fmt, docs, eval,
 // variants, status, checkpoint and annotate never read the config file
 // (docs/environment.md).
 #pragma once

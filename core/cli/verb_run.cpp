@@ -15,6 +15,8 @@
 #include <set>
 #include <sstream>
 
+#include "bundle/verify.h"
+#include "cli/bundle_run.h"
 #include "cli/run_ranks.h"
 #include "cli/settings.h"
 #include "cli/verbs.h"
@@ -25,6 +27,10 @@
 #include "runfile/compile.h"
 #include "runfile/diagnostics.h"
 #include "train/trainer.h"
+
+#ifndef SEXPGPU_VERSION
+#define SEXPGPU_VERSION "0.0.0"
+#endif
 
 namespace sexpgpu::cli {
 
@@ -223,7 +229,8 @@ void add_run(CLI::App& app, int& exit_code) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("run", "train a run file with the fixed training loop");
-  cmd->add_option("file", opts->file, "the run file")->required();
+  cmd->add_option("file", opts->file, "the run file, or a bundle directory (sexpgpu bundle)")
+      ->required();
   cmd->add_option("--device", opts->device,
                   "cpu, cuda, cuda:N or auto (default: $SEXPGPU_DEVICE, else auto)")
       ->check(CLI::Validator([](std::string& v) { return device_problem(v); }, "DEVICE"));
@@ -269,6 +276,33 @@ void add_run(CLI::App& app, int& exit_code) {
       refuse(kUsage, "E-CONFIG", config_error, nullptr);
       return;
     }
+    // run DIR on a bundle (docs/bundle.md): its files checked, then its
+    // run file trained with its selection.
+    std::optional<bundle::Manifest> bundled;
+    const std::string bundle_dir = opts->file;
+    if (is_bundle(opts->file)) {
+      if (!opts->limits.variants.empty() || !opts->limits.sets.empty() ||
+          !opts->limits.point.empty())
+        return refuse(kUsage, "E-BUNDLE",
+                      opts->file +
+                          " is a bundle, whose selection was fixed when it was made (see its "
+                          "bundle.toml)\n  fix: leave out --variant, --set and --point, or make "
+                          "another bundle with them (sexpgpu bundle FILE --variant ... -o DIR)",
+                      nullptr);
+      Result<bundle::Manifest> m = open_bundle(opts->file);
+      if (!m) return refuse(kFileErrors, "E-BUNDLE", m.error(), nullptr);
+      bundled = *m;
+      use_bundle_module_path(bundle_dir, *m);
+      opts->limits.variants = m->variants;
+      for (const auto& [knob, value] : m->sets) opts->limits.sets.push_back(knob + "=" + value);
+      opts->limits.point = m->point;
+      opts->file = (fs::path(bundle_dir) / m->run_file).string();
+    } else if (std::error_code ec; fs::is_directory(opts->file, ec)) {
+      return refuse(kUsage, "E-IO",
+                    opts->file + " is a directory, neither a run file nor a bundle (it has no " +
+                        bundle::kManifestName + ")",
+                    nullptr);
+    }
     // Loaded first: the compiler checks each :reduce against its reducers.
     host::PluginHost plugins(plugin_search_path());
     const std::vector<std::string> reducers = plugins.names(SG_PLUGIN_REDUCER);
@@ -308,6 +342,21 @@ void add_run(CLI::App& app, int& exit_code) {
       refuse(kUsage, "E-RUN-KEY", "--diag: " + e, nullptr);
       return;
     }
+    if (bundled) {
+      // The data it references, then the IR it compiles to here.
+      if (Status data = check_referenced_data(*s->compiled, *bundled); !data)
+        return refuse(kFileErrors, "E-BUNDLE", data.error(), nullptr);
+      bundle::VersionCheck v =
+          bundle::check_version(bundled->sexpgpu_version, SEXPGPU_VERSION, bundled->ir_hash,
+                                bundle_ir_hash(*s->compiled, bundle_dir));
+      if (v.verdict == bundle::Verdict::Refuse)
+        return refuse(kFileErrors, "E-BUNDLE", "bundle " + bundle_dir + " was " + v.message,
+                      nullptr);
+      if (v.verdict == bundle::Verdict::Warn && !quiet())
+        std::cerr << "sexpgpu run: "
+                  << "W-BUNDLE-VERSION"
+                  << " bundle " << bundle_dir << " was " << v.message << "\n";
+    }
     lisp::Interp& in = *s->interp;
     const select::Selection& sel = s->selection();
     std::string slug = sel.slug(in, fs::path(opts->file).stem().string());
@@ -317,7 +366,13 @@ void add_run(CLI::App& app, int& exit_code) {
     train::RunOptions ro;
     ro.file = opts->file;
     ro.slug = slug;
-    ro.run_dir = !opts->out.empty() ? opts->out : *settings->runs_dir().value + "/" + slug;
+    // A bundle's runs go inside it (DIR/runs/SLUG), where run.sh's
+    // --resume latest finds them again, unless --out or SEXPGPU_RUNS say.
+    const config::Setting runs = settings->runs_dir();
+    const std::string runs_dir = bundled && runs.source != config::Source::Environment
+                                     ? (fs::path(bundle_dir) / "runs").string()
+                                     : *runs.value;
+    ro.run_dir = !opts->out.empty() ? opts->out : runs_dir + "/" + slug;
     const runfile::CompiledRun& compiled = *s->compiled;
     ro.device =
         *settings

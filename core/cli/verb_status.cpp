@@ -5,12 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "cli/bundle_run.h"
 #include "cli/verbs.h"
 #include "run/status.h"
 
@@ -122,7 +124,31 @@ void print_human(const std::string& run_dir, const run::RunStatus& s) {
   line("next", next_advice(s));
 }
 
-int status_verb(const std::string& arg, bool as_json) {
+// A bundle directory (docs/bundle.md) stands for its one run under
+// runs/; "" (after saying why) when it has none or several.
+std::string bundle_run(const std::string& arg) {
+  std::vector<std::string> runs;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(fs::path(arg) / "runs", ec))
+    if (fs::exists(e.path() / "status.json", ec)) runs.push_back(e.path().string());
+  std::sort(runs.begin(), runs.end());
+  if (runs.size() == 1) return runs.front();
+  if (runs.empty()) {
+    std::cerr << "sexpgpu status: bundle " << arg << " has no run yet (start "
+              << (fs::path(arg) / "run.sh").string() << ")\n";
+  } else {
+    std::cerr << "sexpgpu status: bundle " << arg << " holds " << runs.size()
+              << " runs; name one:\n";
+    for (const std::string& r : runs) std::cerr << "  sexpgpu status " << r << "\n";
+  }
+  return "";
+}
+
+int status_verb(std::string arg, bool as_json) {
+  if (is_bundle(arg)) {
+    arg = bundle_run(arg);
+    if (arg.empty()) return kUsage;
+  }
   fs::path p(arg);
   std::error_code ec;
   fs::path file = fs::is_directory(p, ec) ? p / "status.json" : p;
@@ -160,7 +186,9 @@ void add_status(CLI::App& app, int& exit_code) {
   };
   auto opts = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("status", "a run's status: state, step, metrics, ETA, next");
-  cmd->add_option("run", opts->run, "the run directory (or its status.json)")->required();
+  cmd->add_option("run", opts->run,
+                  "the run directory (or its status.json, or a bundle with one run)")
+      ->required();
   cmd->add_flag("--json", opts->json, "status.json as the run wrote it");
   cmd->callback([opts, &exit_code] { exit_code = status_verb(opts->run, opts->json); });
 }

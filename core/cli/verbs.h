@@ -128,5 +128,6 @@ void add_new(CLI::App& app, int& exit_code);
 void add_diff(CLI::App& app, int& exit_code);
 void add_watch(CLI::App& app, int& exit_code);
 void add_report(CLI::App& app, int& exit_code);
+void add_bundle(CLI::App& app, int& exit_code);
 
 }  // namespace sexpgpu::cli

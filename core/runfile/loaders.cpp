@@ -164,6 +164,7 @@ struct Opener {
   Interp& in;
   data::DataDirs dirs;
   Value desc;
+  std::vector<spec::DataFile> found = {};  // every path found, for bundle
 
   Value get(const char* key) { return getf(in, desc, in.sym_kw(key)); }
   // A description may be written by hand, so each part is checked again.
@@ -192,6 +193,7 @@ struct Opener {
     // An S3 failure keeps its code and fix (credentials, bucket, network).
     if (!p && p.code() == "E-S3") in.fail("E-S3", p.error(), p.diagnostic().fix);
     if (!p) source_error(in, p.error());
+    found.push_back({text_of(written), *p});
     return *p;
   }
   std::vector<fs::path> find_all(Value list) {
@@ -381,6 +383,7 @@ Value define_loader(Interp& in, Value name, Value option_forms) {
   ir::Result<data::SourcePtr> source = opener.open();
   if (!source) source_error(in, source.error());
   decl.source = *source;
+  decl.data_files = std::move(opener.found);
   ir::Result<data::Loader> loader = data::Loader::create(decl.source, decl.options);
   if (!loader) source_error(in, loader.error());
   decl.batches_per_epoch = loader->batches_per_epoch();

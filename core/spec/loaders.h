@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,10 +25,19 @@ struct BatchFieldType {
   ir::TensorType type;
 };
 
+// A data file a source reads: its path as the run file writes it and the
+// file the lookup found for it (data/lookup.h). `bundle` copies and checks
+// these; the loop reads the source, never this.
+struct DataFile {
+  std::string written;          // "fashion-mnist/train-images-idx3-ubyte.gz"
+  std::filesystem::path found;  // "/usr/share/datasets/fashion-mnist/..."
+};
+
 struct LoaderDecl {
   std::string name;  // lower case, as written: "train"
   Span span;         // the defloader form
   data::SourcePtr source;
+  std::vector<DataFile> data_files;  // in the order the source names them
   // The options as written; options.seed is :seed, or 0 where the run's seed
   // applies (has_seed says which).
   data::LoaderOptions options;

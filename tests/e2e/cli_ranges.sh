@@ -195,10 +195,6 @@ expect unknown-verb 2 $? "^sexpgpu: unknown verb 'chek'; did you mean 'check'\?"
 grep -q "not expected" "$TMP/err" && { echo "FAIL unknown-verb: CLI11's message"; fail=$((fail + 1)); }
 "$BIN" --quiet frobnicate >"$TMP/out" 2>"$TMP/err"
 expect unknown-verb-far 2 $? "^sexpgpu: unknown verb 'frobnicate'$" "$TMP/err"
-for verb in bundle; do
-  "$BIN" $verb "$RUNFILE" >"$TMP/out" 2>"$TMP/err"
-  expect "unbuilt-$verb" 2 $? "^sexpgpu: E-UNSUPPORTED '$verb' is a verb of the design" "$TMP/err" "sexpgpu docs cli" "$TMP/err"
-done
 
 for verb in check explain ir variants run eval fmt doctor; do
   "$BIN" $verb "$TMP/missing.lisp" >"$TMP/out" 2>"$TMP/err"
