@@ -133,8 +133,9 @@ std::string to_toml(const Manifest& m) {
     files.push_back(toml::table{{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
   toml::array data;
   for (const DataEntry& e : m.data) {
-    toml::table row{
-        {"loader", e.loader}, {"source", e.source}, {"size", e.size}, {"sha256", e.sha256}};
+    toml::table row{{"loader", e.loader}, {"source", e.source}, {"size", e.size}};
+    if (e.etag.empty()) row.insert("sha256", e.sha256);
+    if (!e.etag.empty()) row.insert("etag", e.etag);
     if (!e.path.empty()) row.insert("path", e.path);
     data.push_back(std::move(row));
   }
@@ -219,7 +220,10 @@ Result<Manifest> parse_manifest(const std::string& text, const std::string& path
     e.loader = r.text(row, "loader", in);
     e.source = r.text(row, "source", in);
     e.size = r.count(row, "size", in);
-    e.sha256 = r.text(row, "sha256", in);
+    if (row.get("etag") || e.source.rfind("s3://", 0) == 0)
+      e.etag = r.text(row, "etag", in);
+    else
+      e.sha256 = r.text(row, "sha256", in);
     if (row.get("path")) e.path = r.inside(row, "path", in);
     m.data.push_back(std::move(e));
   });

@@ -32,6 +32,10 @@ struct DataEntry {
   int64_t size = 0;
   std::string sha256;
   std::string path;  // its copy in the bundle; "" when made with --no-data
+  // An s3:// source stays a reference: its size and ETag when bundled (no
+  // sha256, no copy); a run of the bundle refuses an object whose ETag
+  // changed.
+  std::string etag;
 };
 
 // What the run keeps on the device (train/memory_plan.h, as explain

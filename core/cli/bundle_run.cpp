@@ -6,10 +6,12 @@
 #include <system_error>
 
 #include "bundle/verify.h"
+#include "cli/s3_access.h"
 #include "cli/verbs.h"
 #include "ir/json.h"
 #include "lisp/modules.h"
 #include "runfile/compile.h"
+#include "s3/url.h"
 #include "train/trainer.h"
 
 namespace sexpgpu::cli {
@@ -58,6 +60,20 @@ Result<bundle::Manifest> open_bundle(const fs::path& dir) {
 Status check_referenced_data(const runfile::CompiledRun& compiled, const bundle::Manifest& m) {
   for (const bundle::DataEntry& e : m.data) {
     if (!e.path.empty()) continue;  // in the bundle: check_files saw it
+    if (!e.etag.empty()) {
+      // An s3:// reference: the object must be the one bundled. Without an
+      // answer the run goes on with its cached copy (the fetch warns).
+      Result<s3::Url> url = s3::parse_url(e.source);
+      Result<s3::Client*> client = cli::s3_client();
+      if (!url || !client) continue;
+      Result<s3::ObjectInfo> head = (*client)->head(*url);
+      if (head && head->etag != e.etag)
+        return fail("E-BUNDLE", "loader " + e.loader + "'s \"" + e.source +
+                                    "\" has changed since the bundle was made (ETag " + head->etag +
+                                    ", the bundle's " + e.etag +
+                                    ")\n  fix: put the object back, or bundle the run again");
+      continue;
+    }
     for (const spec::LoaderDecl& decl : compiled.loaders.decls) {
       if (decl.name != e.loader) continue;
       for (const spec::DataFile& f : decl.data_files) {

@@ -21,11 +21,13 @@
 #include "bundle/sha256.h"
 #include "bundle/verify.h"
 #include "cli/bundle_run.h"
+#include "cli/s3_access.h"
 #include "cli/settings.h"
 #include "cli/verbs.h"
 #include "data/lookup.h"
 #include "ir/json.h"
 #include "runfile/compile.h"
+#include "s3/url.h"
 #include "train/memory_plan.h"
 #include "util/atomic_file.h"
 
@@ -99,9 +101,20 @@ Refused copy_into(const fs::path& from, const fs::path& to) {
 // placed for copying unless --no-data; what cannot travel is refused.
 Refused add_data(const spec::LoaderDecl& decl, const spec::DataFile& f, bool no_data, Contents& c) {
   const std::string what = "loader " + decl.name + "'s \"" + f.written + "\"";
-  if (f.written.starts_with("s3://"))
-    return Refusal{kUsage, "E-UNSUPPORTED",
-                   what + ": bundling s3:// sources comes with the S3 client"};
+  if (f.written.starts_with("s3://")) {
+    // A reference: its size and ETag, never a copy (the run fetches it
+    // into its cache, docs/data.md).
+    Result<s3::Url> url = s3::parse_url(f.written);
+    if (!url) return Refusal{kUsage, "E-S3", what + ": " + url.error()};
+    Result<s3::Client*> client = cli::s3_client();
+    if (!client) return Refusal{kRunFailed, "E-S3", what + ": " + client.error()};
+    Result<s3::ObjectInfo> head = (*client)->head(*url);
+    if (!head) return Refusal{kRunFailed, "E-S3", what + ": " + head.error()};
+    bundle::DataEntry e{decl.name, f.written, int64_t(head->size), "", ""};
+    e.etag = head->etag;
+    c.data.push_back(std::move(e));
+    return std::nullopt;
+  }
   const bool absolute = fs::path(f.written).is_absolute();
   const fs::path place = (c.run_file.parent_path() / f.written).lexically_normal();
   if (!no_data && absolute)
@@ -189,7 +202,8 @@ Refused compile_copy(const fs::path& work, const LimitFlags& limits, const std::
   if (!no_data)
     for (const spec::LoaderDecl& decl : b->compiled->loaders.decls)
       for (const spec::DataFile& f : decl.data_files)
-        if (!bundle::relative_inside(inside, bundle::absolute_path(f.found)))
+        if (!f.written.starts_with("s3://") &&  // a reference, fetched where it runs
+            !bundle::relative_inside(inside, bundle::absolute_path(f.found)))
           return Refusal{kUsage, "E-BUNDLE",
                          "the bundled copy of loader " + decl.name + "'s \"" + f.written +
                              "\" is not what its lookup finds (" + f.found.string() +

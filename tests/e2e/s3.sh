@@ -355,6 +355,67 @@ signed signed-file "" "" -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_PROFI
 ! grep -E 'E-' "$OUT/signed-file.out" | grep -qv E-CONTRACT-MISSING
 check "signed with the keys of ~/.aws/credentials [signer]" $? "$OUT/signed-file.out"
 
+# --- a bundle of an s3:// examples/mlp.lisp, moved, preempted and started again ---
+# Its Fashion-MNIST files are objects; the bundle records them (size,
+# ETag) and copies none; on "another machine" (another cache) the first
+# start downloads them, the second downloads no object bytes; the end is
+# the bytes of a run never stopped.
+lap "a bundle"
+t_bundle=$EPOCHREALTIME
+"$PY" "$HERE/s3/fixture.py" "http://127.0.0.1:$MOTO_PORT" mnist \
+  "fashion-mnist/train-images-idx3-ubyte.gz=$FM/train-images-idx3-ubyte.gz" \
+  "fashion-mnist/train-labels-idx1-ubyte.gz=$FM/train-labels-idx1-ubyte.gz" \
+  "fashion-mnist/t10k-images-idx3-ubyte.gz=$FM/t10k-images-idx3-ubyte.gz" \
+  "fashion-mnist/t10k-labels-idx1-ubyte.gz=$FM/t10k-labels-idx1-ubyte.gz" >"$OUT/fixture-mnist.out" 2>&1
+check "the Fashion-MNIST objects" $? "$OUT/fixture-mnist.out"
+sed 's|"fashion-mnist/|"s3://mnist/fashion-mnist/|' "$SRC/examples/mlp.lisp" >"$F/mlp.lisp"
+grep -q '"s3://mnist/fashion-mnist/train-images' "$F/mlp.lisp"
+check "an s3:// examples/mlp.lisp" $?
+MLP_STEPS=1400
+MLP=(--steps $MLP_STEPS --threads 1 --quiet)
+"$BIN" run "$F/mlp.lisp" --variant quick --set width=32 "${MLP[@]}" --out "$OUT/mlp-reference" >"$OUT/mlp-ref.out" 2>&1
+check "the s3:// mlp, never stopped" $? "$OUT/mlp-ref.out"
+"$BIN" bundle "$F/mlp.lisp" --variant quick --set width=32 -o "$OUT/mlp-bundle" >"$OUT/bundle.out" 2>&1
+check "bundle of the s3:// mlp" $? "$OUT/bundle.out"
+grep -q 'etag = ' "$OUT/mlp-bundle/bundle.toml" && ! find "$OUT/mlp-bundle" -name '*ubyte.gz' | grep -q . &&
+  [ "$(grep -cE "source = [\"']s3://mnist/fashion-mnist/" "$OUT/mlp-bundle/bundle.toml")" -eq 4 ]
+check "the bundle references the four objects (ETags) and copies none" $? "$OUT/mlp-bundle/bundle.toml"
+mkdir -p "$OUT/elsewhere" && mv "$OUT/mlp-bundle" "$OUT/elsewhere/job"
+JOB=$OUT/elsewhere/job
+PATH=$(cd "$(dirname "$BIN")" && pwd):$PATH  # run.sh runs the sexpgpu on PATH
+JOB_RUN=$JOB/runs/mlp.quick.width=32.steps=$MLP_STEPS
+export SEXPGPU_CACHE=$TMP/cache-another-machine
+: >"$LOG"
+(cd / && exec "$JOB/run.sh" "${MLP[@]}" >"$OUT/job1.out" 2>"$OUT/job1.err") &
+job=$!
+for _ in $(seq 6000); do [ -e "$JOB_RUN/checkpoints/step-00001000/checksums.json" ] && break; sleep 0.01; done
+kill -TERM $job
+wait $job
+check "run.sh preempted with SIGTERM exits 75" $(($? != 75)) "$OUT/job1.err"
+grep -q '"method": "GET", "path": "/mnist/fashion-mnist/train-images-idx3-ubyte.gz"' "$LOG"
+check "the first start downloads the objects into its cache" $? "$LOG"
+: >"$LOG"
+(cd "$TMP" && "$JOB/run.sh" "${MLP[@]}" >"$OUT/job2.out" 2>"$OUT/job2.err")
+check "run.sh started again resumes and finishes" $? "$OUT/job2.err"
+! grep -v '"method": "HEAD"' "$LOG" | grep -q . && ! grep -q '"body_bytes": [1-9]' "$LOG" &&
+  grep -q '"method": "HEAD"' "$LOG"
+check "the second start downloads no object bytes (HEADs only)" $? "$LOG"
+grep -q '"resumed_from"' "$JOB_RUN/events.jsonl" &&
+  cmp -s "$JOB_RUN/checkpoints/latest/model.safetensors" "$OUT/mlp-reference/checkpoints/latest/model.safetensors" &&
+  cmp -s "$JOB_RUN/checkpoints/latest/optimizer.safetensors" "$OUT/mlp-reference/checkpoints/latest/optimizer.safetensors"
+check "the preempted bundle ends with the parameters and state of the run never stopped, byte for byte" $?
+# An object replaced since the bundle was made (the same labels compressed
+# again: other bytes, another ETag) is refused, naming it.
+gzip -dc "$FM/t10k-labels-idx1-ubyte.gz" | gzip -1 -n >"$D/labels-again.gz"
+"$PY" "$HERE/s3/fixture.py" "http://127.0.0.1:$MOTO_PORT" mnist --exists \
+  "fashion-mnist/t10k-labels-idx1-ubyte.gz=$D/labels-again.gz" >"$OUT/replace.out" 2>&1
+"$JOB/run.sh" "${MLP[@]}" >"$OUT/job3.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q 'E-BUNDLE loader test.s "s3://mnist/fashion-mnist/t10k-labels-idx1-ubyte.gz" has changed since the bundle was made' "$OUT/job3.out"
+check "an object changed since the bundle: E-BUNDLE naming it (exit $rc)" $? "$OUT/job3.out"
+export SEXPGPU_CACHE=$C
+echo "  the bundle's part: $(since "$t_bundle") s"
+
 # --- secrets never leave: every output and every file a run, doctor and check wrote ---
 "$BIN" run "$F/fm.lisp" --out "$OUT/run-trace" --log trace >"$OUT/run-trace.out" 2>"$OUT/run-trace.err"
 check "run --log trace" $? "$OUT/run-trace.err"

@@ -2,8 +2,8 @@
 """Uploads test objects to an S3 server with boto3 (which moto brings), for
 tests/e2e/s3.sh.
 
-Usage: fixture.py [--iam] ENDPOINT BUCKET KEY=FILE... [--multipart KEY=FILE...]
-Creates BUCKET, then puts each FILE under KEY (single-part: its ETag is
+Usage: fixture.py [--iam] ENDPOINT BUCKET [--exists] KEY=FILE... [--multipart KEY=FILE...]
+Creates BUCKET (unless --exists), then puts each FILE under KEY (single-part: its ETag is
 its MD5); a KEY=FILE after --multipart is uploaded multipart (an ETag
 "MD5-N" that is no MD5 of the bytes). Prints each key's ETag.
 
@@ -34,7 +34,10 @@ if iam_mode:
          "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
     iam.attach_user_policy(UserName="sexpgpu-test", PolicyArn=policy["Policy"]["Arn"])
 s3 = boto3.client("s3", **anyone)
-s3.create_bucket(Bucket=bucket)
+if "--exists" in rest:  # the bucket is there: replace objects in it
+    rest.remove("--exists")
+else:
+    s3.create_bucket(Bucket=bucket)
 multipart = False
 for arg in rest:
     if arg == "--multipart":
