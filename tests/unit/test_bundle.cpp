@@ -31,6 +31,9 @@ Manifest sample() {
   m.files = {{"src/mlp.lisp", 12, std::string(64, 'a')}, {"ir.json", 3, std::string(64, 'b')}};
   m.data = {{"train", "fashion-mnist/x.gz", 9, std::string(64, 'c'), "src/fashion-mnist/x.gz"},
             {"test", "/abs/y.gz", 7, std::string(64, 'd'), ""}};
+  DataEntry remote{"test", "s3://bucket/y.gz", 26421856, "", ""};
+  remote.etag = "\"cf8536b0aa1a6ac5fa3f23001093305c\"";
+  m.data.push_back(remote);
   return m;
 }
 
@@ -71,7 +74,13 @@ TEST_CASE("bundle.toml reads back what was written", "[bundle]") {
   REQUIRE(back->files.size() == 2);
   CHECK(back->files[0].path == "src/mlp.lisp");
   CHECK(back->files[0].size == 12);
-  REQUIRE(back->data.size() == 2);
+  REQUIRE(back->data.size() == 3);
+  // An s3:// reference: its ETag, no SHA-256 and no copy.
+  CHECK(back->data[2].etag == "\"cf8536b0aa1a6ac5fa3f23001093305c\"");
+  CHECK(back->data[2].sha256.empty());
+  CHECK(back->data[2].path.empty());
+  CHECK(back->data[2].size == 26421856);
+  CHECK(text.find("sha256 = ''") == std::string::npos);
   CHECK(back->data[0].path == "src/fashion-mnist/x.gz");
   CHECK(back->data[1].path.empty());
   CHECK(back->data[1].source == "/abs/y.gz");
