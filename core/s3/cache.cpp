@@ -4,6 +4,8 @@
 #include <cctype>
 #include <system_error>
 
+#include "s3/url.h"
+
 namespace sexpgpu::s3 {
 
 namespace fs = std::filesystem;
@@ -17,19 +19,11 @@ fs::path cache_root(const Env& env) {
 }
 
 std::string encode_part(std::string_view part) {
-  static const char* hex = "0123456789ABCDEF";
   if (part.empty()) return "%";  // '%' alone is no encoding of anything else
-  std::string out;
-  for (unsigned char c : part) {
-    if (std::isalnum(c) || c == '-' || c == '_' || (c == '.' && part != "." && part != "..")) {
-      out += char(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
+  // "." and ".." would name this directory or its parent: their dots go %2E.
+  if (part == "." || part == "..") return percent_encode(part, [](unsigned char) { return false; });
+  return percent_encode(
+      part, [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 std::string etag_dir(std::string_view etag) {

@@ -47,11 +47,11 @@ Result<Url> parse_url(std::string_view text) {
   return Url{std::string(bucket), std::string(key)};
 }
 
-std::string encode_key(std::string_view key) {
+std::string percent_encode(std::string_view text, bool (*keep)(unsigned char c)) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;
-  for (unsigned char c : key) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+  for (unsigned char c : text) {
+    if (keep(c)) {
       out += char(c);
     } else {
       out += '%';
@@ -60,6 +60,12 @@ std::string encode_key(std::string_view key) {
     }
   }
   return out;
+}
+
+std::string encode_key(std::string_view key) {
+  return percent_encode(key, [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/';
+  });
 }
 
 std::string object_url(const std::string& endpoint, const std::string& region, const Url& url) {

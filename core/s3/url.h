@@ -24,6 +24,9 @@ struct Url {
 // empty key or one longer than 1024 bytes.
 Result<Url> parse_url(std::string_view text);
 
+// `text` with every byte `keep` refuses written %XX (upper-case hex).
+std::string percent_encode(std::string_view text, bool (*keep)(unsigned char c));
+
 // The key percent-encoded as S3 wants it in a path (RFC 3986 unreserved
 // bytes kept, '/' kept, every other byte %XX).
 std::string encode_key(std::string_view key);

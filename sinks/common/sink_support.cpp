@@ -119,4 +119,16 @@ void OutputFile::close() {
   if (err) fail_io("cannot close", path_, err);
 }
 
+nlohmann::ordered_json parse_event(std::string_view line) {
+  nlohmann::ordered_json event =
+      nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (event.is_discarded())
+    throw Failure(SG_ERROR_INVALID_ARGUMENT,
+                  "an event is not JSON: " + std::string(line.substr(0, 80)));
+  if (!event.is_object())
+    throw Failure(SG_ERROR_INVALID_ARGUMENT,
+                  "an event must be one JSON object, got: " + std::string(line.substr(0, 80)));
+  return event;
+}
+
 }  // namespace sexpgpu::sinks

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,10 @@ std::string resolve_path(std::string_view run_dir, std::string_view arg);
 
 // Creates `dir` and its parents; SG_ERROR_IO when it cannot.
 void make_directories(const std::string& dir);
+
+// An event line as a JSON object (key order kept); SG_ERROR_INVALID_ARGUMENT
+// naming the line's start when it is not JSON or not an object.
+nlohmann::ordered_json parse_event(std::string_view line);
 
 // The top-level "kind" of an event line, "" when it has none or is not
 // JSON. Reads only as far as the key, so long events cost little.

@@ -25,7 +25,7 @@ class CsvSink {
   explicit CsvSink(const sdk::SinkOpen& open) : CsvSink(directory(open.run_dir, open.arg)) {}
 
   void event(std::string_view line) {
-    ordered_json event = parse(line);
+    ordered_json event = parse_event(line);
     auto kind_field = event.find("kind");
     std::string kind =
         kind_field != event.end() && kind_field->is_string() ? kind_field->get<std::string>() : "";
@@ -64,16 +64,6 @@ class CsvSink {
     std::string dir = arg.empty() ? std::string(run_dir) : resolve_path(run_dir, arg);
     make_directories(dir);
     return dir;
-  }
-  static ordered_json parse(std::string_view line) {
-    ordered_json event = ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (event.is_discarded())
-      throw Failure(SG_ERROR_INVALID_ARGUMENT,
-                    "an event is not JSON: " + std::string(line.substr(0, 80)));
-    if (!event.is_object())
-      throw Failure(SG_ERROR_INVALID_ARGUMENT,
-                    "an event must be one JSON object, got: " + std::string(line.substr(0, 80)));
-    return event;
   }
   static std::string cell(const ordered_json& event, const char* field) {
     auto it = event.find(field);

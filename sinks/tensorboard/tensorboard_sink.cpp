@@ -100,17 +100,6 @@ std::string file_name_host() {
   return host;
 }
 
-ordered_json parse_object(std::string_view line) {
-  ordered_json event = ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (event.is_discarded())
-    throw Failure(SG_ERROR_INVALID_ARGUMENT,
-                  "an event is not JSON: " + std::string(line.substr(0, 80)));
-  if (!event.is_object())
-    throw Failure(SG_ERROR_INVALID_ARGUMENT,
-                  "an event must be one JSON object, got: " + std::string(line.substr(0, 80)));
-  return event;
-}
-
 class TensorboardSink {
  public:
   static constexpr const char* kName = "tensorboard";
@@ -118,7 +107,7 @@ class TensorboardSink {
 
   explicit TensorboardSink(const sdk::SinkOpen& open) {
     ordered_json opened =
-        open.open_event.empty() ? ordered_json::object() : parse_object(open.open_event);
+        open.open_event.empty() ? ordered_json::object() : parse_event(open.open_event);
     std::optional<double> opened_at = time_of(opened);
     double wall = opened_at ? *opened_at : now_seconds();
     writer_ = create_file(directory(open.run_dir, open.arg), wall);
@@ -141,7 +130,7 @@ class TensorboardSink {
     writer_->check();
     std::string kind = event_kind(line);
     if (kind != "step" && kind != "eval") return;
-    ordered_json event = parse_object(line);
+    ordered_json event = parse_event(line);
     int64_t step = step_of(event, kind);
     std::optional<double> wall = time_of(event);
     if (!wall)
