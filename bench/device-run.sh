@@ -5,7 +5,7 @@
 # on the cuda plugin, cuda_parity.py's training checks), then the benchmarks
 # against PyTorch; a short table comes last. Logs go to $OUT.
 #
-#   bench/device-run.sh [build] [test] [nccl] [bucketcost] [profile] [torch-profile] [bench]   (default: build test bench)
+#   bench/device-run.sh [build] [test] [nccl] [bucketcost] [cpucore] [profile] [torch-profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
 # device tool): `bench/device-deps.sh` downloads them here. Call it without
@@ -123,6 +123,31 @@ if has bucketcost; then
 s=[json.loads(l)['metrics']['step-ms'] for l in open(sys.argv[1]) if l.startswith('{') and json.loads(l)['kind']=='step']
 print(f'{statistics.median(s[5:]):.3f}' if len(s)>5 else 'none')" "$LOGS/bucketcost-$which-$round.jsonl")
       note "bucketcost round $round $which: GPT-2 median step $ms ms"
+    done
+  done
+fi
+
+if has cpucore; then
+  # The CPU device on this machine's Xeon: which OpenBLAS kernel Debian's
+  # OpenBLAS picks (its `driver` in doctor), and the mlp's and charlm's
+  # steps at one thread under it and under the kernels OPENBLAS_CORETYPE
+  # names (issue 22, item 5).
+  lscpu | grep -E "Model name|Flags" | cut -c1-200
+  for core in default SkylakeX Cooperlake Haswell; do
+    for work in mlp charlm; do
+      file=$SRC/examples/$work.lisp; extra=(--steps 400); [ $work = charlm ] && extra=(--variant tiny --steps 150)
+      env_core=(); [ $core = default ] || env_core=(OPENBLAS_CORETYPE=$core)
+      env "${env_core[@]}" SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \
+        "$BUILD/core/sexpgpu" run "$file" "${extra[@]}" --device cpu --threads 1 --json --quiet \
+        --out "/tmp/cpucore-$work-$core" --fresh > "$LOGS/cpucore-$work-$core.jsonl" 2>&1
+      ms=$(python3 -c "import json,statistics,sys
+s=[json.loads(l)['metrics']['step-ms'] for l in open(sys.argv[1]) if l.startswith('{') and json.loads(l)['kind']=='step']
+print(f'{statistics.median(s[2:]):.3f}' if len(s)>3 else 'none')" "$LOGS/cpucore-$work-$core.jsonl")
+      kernel=$(python3 -c "import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith('{') and json.loads(l)['kind']=='open':
+        print(json.loads(l)['device']['devices'][0].get('driver','?').split('(kernel ')[-1].rstrip(')')); break" "$LOGS/cpucore-$work-$core.jsonl")
+      note "cpucore $work OPENBLAS_CORETYPE=$core (kernel $kernel) --threads 1: median step $ms ms"
     done
   done
 fi
