@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -100,6 +101,24 @@ std::string blas_name() {
   return name;
 }
 
+// When OpenBLAS does not know the processor it runs its generic kernels
+// (Debian 12's 0.3.21 takes a Sapphire Rapids Xeon for a "Prescott"), far
+// slower than what the processor's vector units allow: said, with the
+// override, so that the choice is made knowingly ("" when it is fine).
+std::string blas_note() {
+  if (!openblas_get_corename || std::getenv("OPENBLAS_CORETYPE")) return "";  // chosen already
+  const std::string core = openblas_get_corename();
+  if (core != "Prescott" && core != "Core2" && core != "Nehalem") return "";
+  __builtin_cpu_init();
+  const char* better = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+                       : __builtin_cpu_supports("avx2")  ? "Haswell"
+                                                         : nullptr;
+  if (!better) return "";
+  return "OpenBLAS does not know this processor and runs its generic " + core +
+         " kernels although it has " + (std::string(better) == "SkylakeX" ? "AVX-512" : "AVX2") +
+         ": OPENBLAS_CORETYPE=" + better + " selects faster ones (docs/devices.md)";
+}
+
 sg_error* probe(const char** out_json, size_t* out_len) {
   return firewall([&]() -> sg_error* {
     nlohmann::json device = {{"name", "cpu"},
@@ -107,6 +126,7 @@ sg_error* probe(const char** out_json, size_t* out_len) {
                              {"compute_capability", ""},
                              {"driver", blas_name()},
                              {"cores", sysconf(_SC_NPROCESSORS_ONLN)}};
+    if (std::string note = blas_note(); !note.empty()) device["blas_note"] = note;
     g_probe_json = nlohmann::json{
         {"available", true},
         {"reason", ""},

@@ -187,6 +187,19 @@ for fault in KILL STOP; do
   expect "fault-$fault-checkpoint-intact" 0 $?
 done
 
+# ---- SIGTERM to --ranks: every rank stops at one step, rank 0 checkpoints -------------------
+OUT=$TMP/preempted
+"$BIN" run "$M60" --steps 1000 --threads 1 --quiet --ranks 2 --out "$OUT" >"$TMP/out" 2>"$TMP/err" &
+launcher=$!
+wait_for "$OUT/checkpoints/step-00000010/checksums.json" || echo "FAIL preempt: no checkpoint"
+kill -TERM $launcher
+wait $launcher
+expect preempt-exit 75 $? "preempted at step" "$TMP/out"
+check preempt-status '.state == "preempted" and (.next | test("--ranks 2 .*--resume latest$"))' "$OUT/status.json"
+check preempt-one-signal 'map(select(.kind == "signal")) | length == 1 and (map(select(.kind == "checkpoint")) | .[-1].step) == (map(select(.kind == "close")) | .[0].step)' <(jq -s . "$OUT/events.jsonl")
+"$BIN" run "$M60" --steps 1000 --threads 1 --quiet --ranks 2 --out "$OUT" --resume latest >"$TMP/out" 2>"$TMP/err"
+expect preempt-resumed 0 $? "finished at step 1000/1000" "$TMP/out"
+
 # ---- rank variables that are wrong: usage errors before anything starts ----------------------
 SEXPGPU_RANK=2 SEXPGPU_WORLD_SIZE=2 SEXPGPU_MASTER=127.0.0.1:29999 "$BIN" run "$M60" "${FLAGS[@]}" --out "$TMP/bad" >"$TMP/out" 2>"$TMP/err"
 expect rank-beyond-world 2 $? "E-WORLD SEXPGPU_RANK is \"2\"" "$TMP/err"
