@@ -221,7 +221,7 @@ Refused compile_copy(const fs::path& work, const LimitFlags& limits, const std::
 void add_bundle(CLI::App& app, int& exit_code) {
   struct Opts {
     std::string file, out;
-    bool no_data = false;
+    bool no_data = false, json = false;
     LimitFlags limits;
   };
   auto opts = std::make_shared<Opts>();
@@ -232,11 +232,20 @@ void add_bundle(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_flag("--no-data", opts->no_data,
                 "leave the data files out: the bundle finds them by the usual lookup");
+  cmd->add_flag("--json", opts->json,
+                "print what was bundled (or why not) as one JSON object on standard output");
   opts->limits.add_to(cmd);
   cmd->callback([opts, &exit_code]() {
-    auto refuse = [&](const Refusal& r) {
+    // A refusal: its message on standard error and, with --json, as
+    // {"error": {"code", "message"[, "diagnostics"]}} on standard output.
+    auto refuse = [&](const Refusal& r, const nlohmann::json& diagnostics = nullptr) {
       exit_code = r.code;
-      std::cerr << "sexpgpu bundle: " << r.error_code << " " << r.message << "\n";
+      if (!r.message.empty())
+        std::cerr << "sexpgpu bundle: " << r.error_code << " " << r.message << "\n";
+      if (!opts->json) return;
+      nlohmann::json error = {{"code", r.error_code}, {"message", r.message}};
+      if (!diagnostics.is_null()) error["diagnostics"] = diagnostics;
+      std::cout << nlohmann::json{{"error", error}}.dump() << "\n";
     };
     std::string config_error;
     if (!load_settings("bundle", config_error)) return refuse({kUsage, "E-CONFIG", config_error});
@@ -253,9 +262,24 @@ void add_bundle(CLI::App& app, int& exit_code) {
            opts->out + ": its parent directory " + dir.parent_path().string() + " does not exist"});
     std::unique_ptr<runfile::Session> s =
         opts->limits.load(opts->file, "bundle", exit_code, true, true, lazy_reducer_plugins());
-    if (!s) return;
+    if (!s) {
+      if (opts->json)
+        std::cout << nlohmann::json{{"error",
+                                     {{"code", "E-IO"}, {"message", "cannot read " + opts->file}}}}
+                         .dump()
+                  << "\n";
+      return;
+    }
     if (s->sink.error_count() > 0) {
-      exit_code = kFileErrors;
+      // The diagnostics are on standard error already.
+      nlohmann::json diags = diagnostics_json(*s);
+      std::string first = "E-USER";
+      for (const nlohmann::json& d : diags)
+        if (d.value("severity", "") == "error") {
+          first = d.value("code", first);
+          break;
+        }
+      refuse({kFileErrors, first, ""}, diags);
       (void)s.release();
       return;
     }
@@ -334,6 +358,23 @@ void add_bundle(CLI::App& app, int& exit_code) {
            "cannot rename " + work.string() + " to " + dir.string() + ": " + ec.message()});
     cleanup.p.clear();
 
+    if (opts->json) {
+      std::cout << nlohmann::json{{"bundle", opts->out},
+                                  {"slug", m.slug},
+                                  {"sexpgpu_version", m.sexpgpu_version},
+                                  {"ir_hash", m.ir_hash},
+                                  {"files", m.files.size()},
+                                  {"bytes", bytes},
+                                  {"data_bundled", m.data_bundled},
+                                  {"data", m.data.size()},
+                                  {"device_bytes", m.device.total},
+                                  {"run", (fs::path(opts->out) / "run.sh").string()}}
+                       .dump()
+                << "\n";
+      exit_code = kOk;
+      (void)s.release();
+      return;
+    }
     std::cout << "bundle " << opts->out << ": " << m.slug << " (sexpgpu " << m.sexpgpu_version
               << ", IR " << m.ir_hash << ")\n"
               << "  " << m.files.size() << " files, " << train::bytes_text(uint64_t(bytes))

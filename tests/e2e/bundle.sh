@@ -310,5 +310,20 @@ LISP
 expect absolute-require-refused 2 $? "E-BUNDLE module .*sizes.lisp is required by an absolute path" "$TMP/err"
 [ -e "$TMP/absb" ] && bad "absolute-require-refused: the bundle was written" || ok absolute-require-nothing-written
 
+# --json: what was bundled, or why not, as one JSON object on standard output.
+"$BIN" bundle "$SRC/examples/smallest.lisp" -o "$TMP/jsonb" --json >"$TMP/out" 2>"$TMP/err"
+expect json-bundle 0 $?
+jq -e '.bundle and .slug == "smallest" and (.ir_hash | length) == 16 and .files == 2 and .data_bundled and (.run | endswith("run.sh"))' "$TMP/out" >/dev/null &&
+  ok json-bundle-fields || bad "json-bundle-fields: $(cat "$TMP/out")"
+"$BIN" bundle "$SRC/examples/smallest.lisp" -o "$TMP/jsonb" --json >"$TMP/out" 2>"$TMP/err"
+expect json-bundle-refused 2 $? "E-BUNDLE" "$TMP/err"
+jq -e '.error.code == "E-BUNDLE" and (.error.message | test("already exists"))' "$TMP/out" >/dev/null &&
+  ok json-bundle-refused-json || bad "json-bundle-refused-json: $(cat "$TMP/out")"
+printf '(defrun :steps x)\n' >"$TMP/unbound.lisp"
+"$BIN" bundle "$TMP/unbound.lisp" -o "$TMP/jsonb2" --json >"$TMP/out" 2>"$TMP/err"
+expect json-bundle-file-errors 1 $?
+jq -e '.error.code == "E-UNBOUND" and (.error.diagnostics | map(.code) | index("E-UNBOUND")) != null' "$TMP/out" >/dev/null &&
+  ok json-bundle-diagnostics || bad "json-bundle-diagnostics: $(cat "$TMP/out")"
+
 [ $fail -eq 0 ] && echo "bundle: all passed" || echo "bundle: $fail failed"
 exit $((fail > 0))
