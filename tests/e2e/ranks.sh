@@ -128,6 +128,11 @@ awk 'BEGIN { bad = 0 } { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 || NF != 2
      END { exit bad || NR < 2 }' "$TMP/losses" && echo "ok   two-ranks-losses" ||
   { echo "FAIL two-ranks-losses:"; cat "$TMP/losses"; fail=$((fail + 1)); }
 
+# --json under --ranks: rank 0's events alone, one open and one close.
+"$BIN" run "$M60" --steps 5 --threads 1 --ranks 2 --json --out "$TMP/json" >"$TMP/json.out" 2>"$TMP/err"
+expect ranks-json 0 $?
+check ranks-json-events 'map(.kind) | (.[0] == "open" and .[-1] == "close" and (map(select(. == "open")) | length) == 1 and (map(select(. == "close")) | length) == 1)' <(jq -s . "$TMP/json.out")
+
 # The reduction order of a fixed world is fixed: bit for bit again.
 "$BIN" run "$M60" "${FLAGS[@]}" --ranks 2 --out "$TMP/two-again" >"$TMP/out" 2>"$TMP/err"
 expect two-ranks-again 0 $?
