@@ -133,8 +133,8 @@ if has cpucore; then
   # steps at one thread under it and under the kernels OPENBLAS_CORETYPE
   # names (issue 22, item 5).
   lscpu | grep -E "Model name|Flags" | cut -c1-200
-  for core in default SkylakeX Cooperlake Haswell; do
-    for work in mlp charlm; do
+  for core in ${CPUCORE_LIST:-default SkylakeX Cooperlake Haswell}; do
+    for work in ${CPUCORE_WORKS:-mlp charlm}; do
       file=$SRC/examples/$work.lisp; extra=(--steps 400); [ $work = charlm ] && extra=(--variant tiny --steps 150)
       env_core=(); [ $core = default ] || env_core=(OPENBLAS_CORETYPE=$core)
       env "${env_core[@]}" SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \

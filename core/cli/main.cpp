@@ -258,8 +258,28 @@ int refuse_unknown_verb(const CLI::App& app, int argc, char** argv) {
 
 }  // namespace sexpgpu::cli
 
+namespace {
+
+// Debian 12's OpenBLAS 0.3.21 does not know Intel processors newer than it
+// and runs its generic "Prescott" kernels on them: an mlp step at one thread
+// took 6.10 ms on the GPU machine's Sapphire Rapids Xeon, 1.63 ms with the
+// AVX-512 kernels (bench/RESULTS.md). So on an Intel processor whose AVX-512
+// the OS enables, the cpu device's products take those kernels, unless the
+// user chose with OPENBLAS_CORETYPE (docs/devices.md). Set before any plugin
+// loads: OpenBLAS reads the variable when it is loaded.
+void choose_blas_kernels() {
+  if (std::getenv("OPENBLAS_CORETYPE")) return;
+  __builtin_cpu_init();
+  if (__builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace sexpgpu;
+  choose_blas_kernels();
   return run_with_big_stack([&]() -> int {
     CLI::App app{"SexpGPU: one Lisp file per ML experiment, checked, compiled and trained."};
     app.require_subcommand(0, 1);
