@@ -127,12 +127,6 @@ Setting Settings::s3_endpoint() const {
 Setting Settings::s3_region() const {
   return pick("s3.region", "", "", "AWS_REGION", file_.s3_region, {}, "", std::nullopt);
 }
-Setting Settings::world_size() const {
-  for (const char* variable : {"SEXPGPU_WORLD_SIZE", "WORLD_SIZE", "SLURM_NTASKS"})
-    if (auto v = env_(variable)) return {"world.size", *v, Source::Environment, variable};
-  return {"world.size", "1", Source::Default, "built in"};
-}
-
 Setting Settings::s3_profile() const {
   return pick("s3.profile", "", "", "AWS_PROFILE", file_.s3_profile, {}, "", "default");
 }

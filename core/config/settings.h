@@ -82,10 +82,6 @@ class Settings {
   Setting s3_endpoint() const;
   Setting s3_region() const;
   Setting s3_profile() const;
-  // How many processes the launcher started for this job, as the rank
-  // variables say: SEXPGPU_WORLD_SIZE > WORLD_SIZE (torchrun) >
-  // SLURM_NTASKS > "1". The value as written (run checks it).
-  Setting world_size() const;
 
   // Every setting, for doctor: runs.dir, device, plugins.path (a row per
   // layer that gives directories, else one for the default), log.level,
