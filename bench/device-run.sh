@@ -5,7 +5,8 @@
 # on the cuda plugin, cuda_parity.py's training checks), then the benchmarks
 # against PyTorch; a short table comes last. Logs go to $OUT.
 #
-#   bench/device-run.sh [build] [test] [nccl] [bucketcost] [cpucore] [profile] [torch-profile] [bench]   (default: build test bench)
+#   bench/device-run.sh [build] [test] [nccl] [bucketcost] [cpucore] [cputorch] [startup]
+#                       [profile] [mlp-profile] [torch-profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
 # device tool): `bench/device-deps.sh` downloads them here. Call it without
@@ -127,6 +128,9 @@ print(f'{statistics.median(s[5:]):.3f}' if len(s)>5 else 'none')" "$LOGS/bucketc
   done
 fi
 
+# charlm's corpus where device-deps.sh copied it.
+CORPUS=$(for f in cookie computers definitions people; do printf '"%s" ' "$SRC/.devdeps/data/fortunes/$f"; done)
+
 if has cpucore; then
   # The CPU device on this machine's Xeon: which OpenBLAS kernel Debian's
   # OpenBLAS picks (its `driver` in doctor), and the mlp's and charlm's
@@ -135,7 +139,8 @@ if has cpucore; then
   lscpu | grep -E "Model name|Flags" | cut -c1-200
   for core in ${CPUCORE_LIST:-default SkylakeX Cooperlake Haswell}; do
     for work in ${CPUCORE_WORKS:-mlp charlm}; do
-      file=$SRC/examples/$work.lisp; extra=(--steps 400); [ $work = charlm ] && extra=(--variant tiny --steps 150)
+      file=$SRC/examples/$work.lisp; extra=(--steps 400)
+      [ $work = charlm ] && extra=(--variant tiny --steps 150 --set "corpus=($CORPUS)")
       env_core=(); [ $core = default ] || env_core=(OPENBLAS_CORETYPE=$core)
       env "${env_core[@]}" SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \
         "$BUILD/core/sexpgpu" run "$file" "${extra[@]}" --device cpu --threads 1 --json --quiet \
@@ -150,6 +155,36 @@ for l in open(sys.argv[1]):
       note "cpucore $work OPENBLAS_CORETYPE=$core (kernel $kernel) --threads 1: median step $ms ms"
     done
   done
+fi
+
+if has cputorch; then
+  # The CPU device against this machine's PyTorch (MKL) on its Xeon, the
+  # development machine's bench as it is (issue 22, item 5).
+  SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \
+    python3 "$SRC/bench/train_vs_torch.py" "$BUILD/core/sexpgpu" ${CPUTORCH_ARGS:-} 2>&1 | tee "$OUT/cputorch.log" | tail -25
+  note "cputorch: see cputorch.log"
+fi
+
+if has startup; then
+  # Process start to the first step event and to exit, empty cache then
+  # warm (bench/startup.py; issue 22, item 3); each run's log is kept.
+  for work in gpt2 mlp; do
+    mkdir -p "$LOGS/startup-$work"
+    SEXPGPU_DATA=$SRC/.devdeps/data python3 "$SRC/bench/startup.py" "$BUILD/core/sexpgpu" \
+      "$SRC/examples/$work.lisp" --logs "$LOGS/startup-$work" > "$LOGS/startup-$work.txt" 2>&1
+    tail -5 "$LOGS/startup-$work.txt"
+    note "startup $work: $(grep '^cold:' "$LOGS/startup-$work.txt")"
+  done
+fi
+
+if has mlp-profile; then
+  # The mlp's step kernel by kernel (issue 22, item 4: fewer kernels).
+  SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_CUDA_PROFILE=$OUT/mlpprof "$BUILD/core/sexpgpu" run \
+    "$SRC/examples/mlp.lisp" --device cuda --steps 20 --quiet --out /tmp/mlp-profile --fresh \
+    > "$LOGS/mlp_profile_run.log" 2>&1
+  python3 "$SRC/bench/profile_summary.py" "$OUT/mlpprof" 40 > "$OUT/mlp_profile.txt"
+  head -60 "$OUT/mlp_profile.txt"
+  note "mlp profile: see mlp_profile.txt"
 fi
 
 if has profile; then

@@ -51,8 +51,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-FMNIST = "/usr/share/datasets/fashion-mnist"
-FORTUNES = ["/usr/share/games/fortunes/" + name
+# The data both sides read: Debian's packages, or copies where $SEXPGPU_DATA
+# (holding fashion-mnist/) and $SEXPGPU_FORTUNES say (the GPU machine has
+# neither package: bench/device-deps.sh copies them).
+FMNIST = os.path.join(os.environ.get("SEXPGPU_DATA", "/usr/share/datasets"), "fashion-mnist")
+FORTUNES_DIR = os.environ.get("SEXPGPU_FORTUNES", "/usr/share/games/fortunes")
+FORTUNES = [os.path.join(FORTUNES_DIR, name)
             for name in ("cookie", "computers", "definitions", "people")]
 WARMUP_LR_STEPS = 100  # both examples: (optim:warmup-cosine lr :warmup 100)
 
@@ -143,7 +147,9 @@ def steady_ms(events, warmup):
 def ours(binary, work, threads, steps, warmup, blas_threads):
     spec = WORKS[work]
     with tempfile.TemporaryDirectory(prefix="train_vs_torch.") as tmp:
-        cmd = [binary, "run", os.path.join(ROOT, spec["file"]), *spec["args"], "--steps",
+        corpus = ["--set", "corpus=(%s)" % " ".join('"%s"' % p for p in FORTUNES)]
+        cmd = [binary, "run", os.path.join(ROOT, spec["file"]), *spec["args"],
+               *(corpus if work == "charlm" else []), "--steps",
                str(steps), "--json", "--quiet", "--out", os.path.join(tmp, "run"), "--threads",
                str(threads), "--device", "cpu"]
         env = thread_env(threads)
