@@ -142,7 +142,7 @@ if has cpucore; then
       file=$SRC/examples/$work.lisp; extra=(--steps 400)
       [ $work = charlm ] && extra=(--variant tiny --steps 150 --set "corpus=($CORPUS)")
       env_core=(); [ $core = default ] || env_core=(OPENBLAS_CORETYPE=$core)
-      env "${env_core[@]}" SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \
+      env "${env_core[@]}" SEXPGPU_DATA=$SRC/.devdeps/data \
         "$BUILD/core/sexpgpu" run "$file" "${extra[@]}" --device cpu --threads 1 --json --quiet \
         --out "/tmp/cpucore-$work-$core" --fresh > "$LOGS/cpucore-$work-$core.jsonl" 2>&1
       ms=$(python3 -c "import json,statistics,sys

@@ -28,21 +28,21 @@ def one_run(binary, file, device, cache, out, extra):
     cmd = [binary, "run", file, "--device", device, "--steps", "2", "--json", "--log", "info",
            "--out", out, "--fresh"] + extra
     env = dict(os.environ, SEXPGPU_CACHE=cache, NCCL_NVLS_ENABLE="0")
-    err = tempfile.TemporaryFile(mode="w+")
-    start = time.monotonic()
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
-    first = None
-    for line in child.stdout:
-        if first is None and line.startswith("{"):
-            try:
-                if json.loads(line).get("kind") == "step":
-                    first = time.monotonic() - start
-            except json.JSONDecodeError:
-                pass
-    rc = child.wait()
-    done = time.monotonic() - start
-    err.seek(0)
-    return first, done, rc, err.read()
+    with tempfile.TemporaryFile(mode="w+") as err:
+        start = time.monotonic()
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+        first = None
+        for line in child.stdout:
+            if first is None and line.startswith("{"):
+                try:
+                    if json.loads(line).get("kind") == "step":
+                        first = time.monotonic() - start
+                except json.JSONDecodeError:
+                    pass
+        rc = child.wait()
+        done = time.monotonic() - start
+        err.seek(0)
+        return first, done, rc, err.read()
 
 
 def main():
