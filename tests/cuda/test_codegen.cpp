@@ -8,12 +8,14 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "catch.hpp"
 #include "cuda/codegen/elementwise.h"
 #include "cuda/codegen/nvrtc_cache.h"
 #include "cuda/context.h"
+#include "cuda/disk_cache.h"
 #include "cuda/plan/fusion.h"
 #include "ir/elementwise.h"
 #include "plan/lower.h"
@@ -102,7 +104,8 @@ TEST_CASE("every elementwise op at every dtype generates a kernel NVRTC compiles
   INFO(e);
   CHECK(e.empty());
   CHECK(cache.stats().kernels > 0);
-  CHECK(cache.stats().builds == 1);  // compiled, not read from a cache
+  CHECK(cache.stats().builds > 0);  // compiled, not read from a cache
+  CHECK(cache.stats().cache_hits == 0);
 }
 
 TEST_CASE("a fused group with casts and broadcast operands generates one kernel",
@@ -419,4 +422,52 @@ TEST_CASE("a group whose result is read before its reading group's kernel keeps 
   int group = stored.fusion.group[4];
   REQUIRE(stored.stored.count(group));
   CHECK(stored.stored[group] == std::vector<ir::NodeId>{2});
+}
+
+TEST_CASE("a build splits into units the cache keeps; a corrupt entry is compiled again",
+          "[cuda][codegen]") {
+  cuda::testing::fresh_kernel_cache();
+  const std::string dir = cuda::disk_cache::directory();
+  // Ten kernels: three units of at least four each.
+  auto add_all = [](cuda::NvrtcCache& cache) {
+    for (int i = 0; i < 10; ++i) {
+      std::string name = "sg_test_scale_" + std::to_string(i);
+      cache.add(name, "extern \"C\" __global__ void " + name +
+                          "(float* x) { x[threadIdx.x] *= " + std::to_string(i + 2) + ".0f; }");
+    }
+  };
+  {
+    cuda::NvrtcCache cold(90);
+    add_all(cold);
+    REQUIRE(cold.build(false).empty());
+    CHECK(cold.stats().builds == 3);
+    CHECK(cold.stats().cache_hits == 0);
+    CHECK(cold.stats().kernels == 10);
+  }
+  std::vector<std::filesystem::path> entries;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries.push_back(e.path());
+  REQUIRE(entries.size() == 3);
+  {
+    cuda::NvrtcCache warm(90);
+    add_all(warm);
+    REQUIRE(warm.build(false).empty());
+    CHECK(warm.stats().builds == 0);
+    CHECK(warm.stats().cache_hits == 3);
+  }
+  // One byte of one image changed: its checksum fails, that unit compiles again.
+  {
+    std::fstream f(entries[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(64);
+    f.put('\x5a');
+  }
+  std::vector<char> payload;
+  CHECK_FALSE(cuda::disk_cache::read(entries[0], payload));
+  {
+    cuda::NvrtcCache again(90);
+    add_all(again);
+    REQUIRE(again.build(false).empty());
+    CHECK(again.stats().builds == 1);
+    CHECK(again.stats().cache_hits == 2);
+  }
+  CHECK(cuda::disk_cache::read(entries[0], payload));
 }

@@ -2,17 +2,15 @@
 #include "nvrtc_cache.h"
 
 #include <nvrtc.h>
-#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <map>
-#include <sstream>
+#include <thread>
 
 #include "cuda/check.h"
+#include "cuda/disk_cache.h"
 #include "sexpgpu/sdk/log.h"
 #include "util/embedded.h"
 
@@ -21,43 +19,74 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A unit holds at least this many kernels (each unit compiles the prelude
+// again, so one kernel a unit would waste most of the time on it) and a
+// build makes at most this many units. Neither depends on the machine: the
+// cache keys must be the same everywhere.
+constexpr size_t kKernelsPerUnit = 4;
+constexpr size_t kMaxUnits = 16;
+
 std::string nvrtc_error(nvrtcResult r, const char* what) {
   return std::string(what) + ": " + nvrtcGetErrorString(r);
 }
 
-uint64_t fnv1a(const std::string& text, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
+// One translation unit of a build, and what became of it.
+struct Unit {
+  size_t first = 0, count = 0;  // its kernels in the build's pending list
+  std::string source;
+  fs::path cached;  // its cache entry; empty without a cache directory
+  std::vector<char> image;
+  std::string error;
+  bool from_cache = false;
+};
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-bool read_file(const fs::path& path, std::vector<char>& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return !out.empty();
-}
-
-// Written to a temporary name and renamed, so a reader never sees half a
-// file; a failure only loses the cache entry.
-void write_file_atomically(const fs::path& path, const std::vector<char>& data) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  fs::path tmp = path;
-  tmp += ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return;
-    out.write(data.data(), std::streamsize(data.size()));
-    if (!out) return;
+// NVRTC on one unit: the image or the error, with NVRTC's log.
+void compile(const std::string& arch, Unit& unit) {
+  nvrtcProgram program = nullptr;
+  if (nvrtcResult r = nvrtcCreateProgram(&program, unit.source.c_str(), "sexpgpu_generated.cu", 0,
+                                         nullptr, nullptr);
+      r != NVRTC_SUCCESS) {
+    unit.error = nvrtc_error(r, "nvrtcCreateProgram");
+    return;
   }
-  fs::rename(tmp, path, ec);
-  if (ec) fs::remove(tmp, ec);
+  std::string arch_flag = "--gpu-architecture=" + arch;
+  const char* options[] = {arch_flag.c_str(), "-std=c++17", "--extra-device-vectorization"};
+  nvrtcResult compiled = nvrtcCompileProgram(program, 3, options);
+  if (compiled != NVRTC_SUCCESS) {
+    size_t log_size = 0;
+    nvrtcGetProgramLogSize(program, &log_size);
+    std::string log(log_size, '\0');
+    nvrtcGetProgramLog(program, log.data());
+    if (log.size() > 4000) log = log.substr(0, 4000) + "...";
+    unit.error = nvrtc_error(compiled, "nvrtcCompileProgram") + " (generated kernels):\n" + log;
+  } else {
+    size_t size = 0;
+    if (nvrtcResult r = nvrtcGetCUBINSize(program, &size); r != NVRTC_SUCCESS) {
+      unit.error = nvrtc_error(r, "nvrtcGetCUBINSize");
+    } else {
+      unit.image.resize(size);
+      if (nvrtcResult r2 = nvrtcGetCUBIN(program, unit.image.data()); r2 != NVRTC_SUCCESS)
+        unit.error = nvrtc_error(r2, "nvrtcGetCUBIN");
+    }
+  }
+  nvrtcDestroyProgram(&program);
+  if (unit.error.empty() && !unit.cached.empty()) disk_cache::write(unit.cached, unit.image);
+}
+
+// Compiles `units` on up to one thread each (NVRTC may be called from
+// several threads at once on different programs).
+void compile_all(const std::string& arch, std::vector<Unit*>& units) {
+  if (units.empty()) return;
+  size_t threads =
+      std::min<size_t>(units.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < units.size();) compile(arch, *units[i]);
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
 }
 
 }  // namespace
@@ -69,16 +98,6 @@ const std::string& NvrtcCache::prelude() {
     return s;
   }();
   return text;
-}
-
-std::string NvrtcCache::cache_directory() {
-  // The one cache root (docs/environment.md), SEXPGPU_CACHE_DIR its older name.
-  for (const char* root : {"SEXPGPU_CACHE", "SEXPGPU_CACHE_DIR"})
-    if (const char* d = std::getenv(root); d && *d) return std::string(d) + "/cuda";
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d)
-    return std::string(d) + "/sexpgpu/cuda";
-  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/sexpgpu/cuda";
-  return {};
 }
 
 NvrtcCache::~NvrtcCache() {
@@ -96,88 +115,106 @@ std::shared_ptr<GeneratedKernel> NvrtcCache::add(const std::string& name,
   return k;
 }
 
-std::string NvrtcCache::compile(const std::string& source, std::vector<char>& image) {
-  int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
-  std::string arch = "sm_" + std::to_string(arch_);
-  std::string key =
-      hex(fnv1a(source, fnv1a(arch + "/" + std::to_string(major) + "." + std::to_string(minor))));
-  std::string dir = cache_directory();
-  fs::path cached = dir.empty() ? fs::path() : fs::path(dir) / (key + ".cubin");
-  if (!dir.empty() && read_file(cached, image)) {
-    ++stats_.cache_hits;
-    return {};
-  }
-  auto start = std::chrono::steady_clock::now();
-  nvrtcProgram program = nullptr;
-  if (nvrtcResult r =
-          nvrtcCreateProgram(&program, source.c_str(), "sexpgpu_generated.cu", 0, nullptr, nullptr);
-      r != NVRTC_SUCCESS)
-    return nvrtc_error(r, "nvrtcCreateProgram");
-  std::string arch_flag = "--gpu-architecture=" + arch;
-  const char* options[] = {arch_flag.c_str(), "-std=c++17", "--extra-device-vectorization"};
-  nvrtcResult compiled = nvrtcCompileProgram(program, 3, options);
-  std::string result;
-  if (compiled != NVRTC_SUCCESS) {
-    size_t log_size = 0;
-    nvrtcGetProgramLogSize(program, &log_size);
-    std::string log(log_size, '\0');
-    nvrtcGetProgramLog(program, log.data());
-    if (log.size() > 4000) log = log.substr(0, 4000) + "...";
-    result = nvrtc_error(compiled, "nvrtcCompileProgram") + " (generated kernels):\n" + log;
-  } else {
-    size_t size = 0;
-    if (nvrtcResult r = nvrtcGetCUBINSize(program, &size); r != NVRTC_SUCCESS) {
-      result = nvrtc_error(r, "nvrtcGetCUBINSize");
-    } else {
-      image.resize(size);
-      if (nvrtcResult r2 = nvrtcGetCUBIN(program, image.data()); r2 != NVRTC_SUCCESS)
-        result = nvrtc_error(r2, "nvrtcGetCUBIN");
-    }
-  }
-  nvrtcDestroyProgram(&program);
-  stats_.compile_ms +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  ++stats_.builds;
-  if (result.empty() && !dir.empty()) write_file_atomically(cached, image);
-  return result;
-}
-
 std::string NvrtcCache::build(bool load) {
   if (pending_.empty()) return {};
-  std::string source = prelude();
-  for (const std::string& s : pending_sources_) source += "\n" + s;
-  std::vector<char> image;
-  const int hits = stats_.cache_hits;
-  const double ms = stats_.compile_ms;
-  std::string e = compile(source, image);
   std::vector<std::shared_ptr<GeneratedKernel>> kernels = std::move(pending_);
+  std::vector<std::string> sources = std::move(pending_sources_);
   pending_.clear();
   pending_sources_.clear();
-  if (!e.empty()) return e;
-  // Through the host's log (the plugin has no logger of its own).
-  if (stats_.cache_hits > hits)
-    sdk::log(SG_LOG_DEBUG, "nvrtc: " + std::to_string(kernels.size()) + " kernels for sm_" +
-                               std::to_string(arch_) + " from the cache in " + cache_directory());
-  else
-    sdk::log(SG_LOG_INFO, "nvrtc: compiled " + std::to_string(kernels.size()) + " kernels for sm_" +
-                              std::to_string(arch_) + " in " +
-                              std::to_string(int64_t(stats_.compile_ms - ms)) + " ms" +
-                              (cache_directory().empty() ? " (no cache directory)" : ""));
+
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  const std::string arch = "sm_" + std::to_string(arch_);
+  const uint64_t seed =
+      disk_cache::fnv1a(arch + "/" + std::to_string(major) + "." + std::to_string(minor));
+  const std::string dir = disk_cache::directory();
+
+  // The split: as few units as kMaxUnits allows, of kKernelsPerUnit or more.
+  const size_t per_unit = std::max(kKernelsPerUnit, (kernels.size() + kMaxUnits - 1) / kMaxUnits);
+  std::vector<Unit> units;
+  for (size_t first = 0; first < kernels.size(); first += per_unit) {
+    Unit u;
+    u.first = first;
+    u.count = std::min(per_unit, kernels.size() - first);
+    u.source = prelude();
+    for (size_t i = first; i < first + u.count; ++i) u.source += "\n" + sources[i];
+    if (!dir.empty())
+      u.cached = fs::path(dir) / (disk_cache::hex(disk_cache::fnv1a(u.source, seed)) + ".cubin");
+    units.push_back(std::move(u));
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Unit*> missing;
+  for (Unit& u : units) {
+    u.from_cache = !u.cached.empty() && disk_cache::read(u.cached, u.image);
+    if (!u.from_cache) missing.push_back(&u);
+  }
+  compile_all(arch, missing);
+  for (Unit* u : missing)
+    if (!u->error.empty()) return u->error;
+
+  // Loading; an entry the driver refuses is compiled again and replaced.
+  std::vector<cudaLibrary_t> loaded(units.size(), nullptr);
+  auto load_unit = [&](size_t i) {
+    return cudaLibraryLoadData(&loaded[i], units[i].image.data(), nullptr, nullptr, 0, nullptr,
+                               nullptr, 0);
+  };
+  auto fail = [&](std::string error) {
+    for (cudaLibrary_t lib : loaded)
+      if (lib) (void)cudaLibraryUnload(lib);
+    return error;
+  };
+  if (load) {
+    std::vector<Unit*> refused;
+    for (size_t i = 0; i < units.size(); ++i) {
+      cudaError_t r = load_unit(i);
+      if (r == cudaSuccess) continue;
+      if (!units[i].from_cache)
+        return fail(cuda_error(r, "cudaLibraryLoadData (generated kernels)"));
+      (void)cudaGetLastError();
+      sdk::log(SG_LOG_WARN,
+               "nvrtc: the driver refused " + units[i].cached.string() + "; compiling it again");
+      units[i].from_cache = false;
+      refused.push_back(&units[i]);
+    }
+    compile_all(arch, refused);
+    for (Unit* u : refused) {
+      if (!u->error.empty()) return fail(u->error);
+      if (std::string e = cuda_error(load_unit(size_t(u - units.data())),
+                                     "cudaLibraryLoadData (generated kernels)");
+          !e.empty())
+        return fail(e);
+    }
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  int compiled = 0;
+  for (const Unit& u : units) compiled += u.from_cache ? 0 : 1;
+  stats_.builds += compiled;
+  stats_.cache_hits += int(units.size()) - compiled;
   stats_.kernels += int(kernels.size());
+  stats_.compile_ms += ms;
+  // Through the host's log (the plugin has no logger of its own).
+  std::string what = std::to_string(kernels.size()) + " kernels for " + arch + " in " +
+                     std::to_string(units.size()) + " units";
+  if (compiled == 0)
+    sdk::log(SG_LOG_DEBUG, "nvrtc: " + what + " from the cache in " + dir);
+  else
+    sdk::log(SG_LOG_INFO, "nvrtc: compiled " + what + " (" + std::to_string(compiled) +
+                              " compiled) in " + std::to_string(int64_t(ms)) + " ms" +
+                              (dir.empty() ? " (no cache directory)" : ""));
   if (!load) return {};
-  cudaLibrary_t library = nullptr;
-  if (std::string err = cuda_error(
-          cudaLibraryLoadData(&library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
-          "cudaLibraryLoadData (generated kernels)");
-      !err.empty())
-    return err;
-  libraries_.push_back(library);
-  for (const auto& k : kernels)
-    if (std::string err = cuda_error(cudaLibraryGetKernel(&k->function, library, k->name.c_str()),
-                                     "cudaLibraryGetKernel");
-        !err.empty())
-      return err + " (" + k->name + ")";
+
+  for (size_t i = 0; i < units.size(); ++i) {
+    libraries_.push_back(loaded[i]);
+    for (size_t k = units[i].first; k < units[i].first + units[i].count; ++k)
+      if (std::string err = cuda_error(
+              cudaLibraryGetKernel(&kernels[k]->function, loaded[i], kernels[k]->name.c_str()),
+              "cudaLibraryGetKernel");
+          !err.empty())
+        return err + " (" + kernels[k]->name + ")";
+  }
   return {};
 }
 

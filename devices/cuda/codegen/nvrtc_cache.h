@@ -1,9 +1,12 @@
 // Kernels generated while a program compiles (the elementwise groups of
-// elementwise.h), compiled by NVRTC for the device's architecture and loaded
-// as one CUDA library per program. Compiled images are cached on disk
-// (cache_directory()), so a second run of the same step starts in
-// milliseconds; the key covers the source, the architecture and NVRTC's
-// version.
+// elementwise.h), compiled by NVRTC for the device's architecture. A build
+// splits its kernels into a few translation units, compiled on as many
+// threads (NVRTC is single-threaded within one program) and loaded as one
+// CUDA library each. Compiled images are cached on disk (disk_cache.h), so a
+// second run of the same step starts in milliseconds; the key covers the
+// unit's source, the architecture and NVRTC's version, and the split depends
+// only on the kernels, never on the machine, so every machine finds the
+// same entries.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,8 +25,9 @@ struct GeneratedKernel {
 };
 
 struct NvrtcStats {
-  int builds = 0, cache_hits = 0, kernels = 0;
-  double compile_ms = 0;  // NVRTC time, all builds
+  int builds = 0, cache_hits = 0;  // units compiled and units read from the cache
+  int kernels = 0;
+  double compile_ms = 0;  // wall time of the compiling, all builds
 };
 
 class NvrtcCache {
@@ -38,22 +42,16 @@ class NvrtcCache {
   // may use the prelude (elementwise_prelude.cuh). The same name twice is
   // one kernel.
   std::shared_ptr<GeneratedKernel> add(const std::string& name, const std::string& source);
-  // Compiles every kernel added since the last build as one translation
-  // unit; with `load`, loads it and sets each kernel's function. "" or the
-  // failure (with NVRTC's log).
+  // Compiles every kernel added since the last build; with `load`, loads
+  // them and sets each kernel's function. "" or the first failure (with
+  // NVRTC's log).
   std::string build(bool load);
   const NvrtcStats& stats() const { return stats_; }
 
   // The source every generated unit starts with.
   static const std::string& prelude();
-  // $SEXPGPU_CACHE, else $SEXPGPU_CACHE_DIR (its older name), else
-  // $XDG_CACHE_HOME/sexpgpu, else ~/.cache/sexpgpu; then /cuda (the S3
-  // cache is s3/ beside it: core/s3/cache.h). Empty when none can be found (no caching).
-  static std::string cache_directory();
 
  private:
-  std::string compile(const std::string& source, std::vector<char>& image);
-
   int arch_;
   std::vector<std::shared_ptr<GeneratedKernel>> pending_;
   std::vector<std::string> pending_sources_;

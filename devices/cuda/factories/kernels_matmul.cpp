@@ -9,14 +9,17 @@
 // bit for bit. Deterministic runs take the heuristic's first answer (the
 // same on every run and machine); other runs time the heuristic's first few
 // answers on scratch operands and keep the fastest, once per distinct
-// product in the process. A half product may add an f32 bias per column and
-// an f32 addend of the result's shape in cuBLASLt's epilogue
-// (matmul_epilogues.h): operands 2 and 3; a half weight gradient a^T b may
-// also write the column sums of b, its layer's bias gradient.
+// product and GPU: the choice is kept in the process and on disk
+// (disk_cache.h), so a later run reads it instead of timing. A half product may add an f32 bias per
+// column and an f32 addend of the result's shape in cuBLASLt's epilogue (matmul_epilogues.h):
+// operands 2 and 3; a half weight gradient a^T b may also write the column sums of b, its layer's
+// bias gradient.
 #include <cublasLt.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "cuda/check.h"
+#include "cuda/disk_cache.h"
 #include "cuda/kernels/matmul_launch.h"
 #include "kernel.h"
 #include "plan/geometry.h"
@@ -374,30 +378,94 @@ TunedCache& tuned_cache() {
   return cache;
 }
 
+// Choices also outlive the process, in <cache>/cuda/autotune (disk_cache.h):
+// the entry records everything that makes a choice valid (cuBLASLt's
+// version, the GPU, its driver, the workspace and the product), and is used
+// only when that record matches and cuBLASLt still accepts the algorithm.
+std::string choice_record(const Context& ctx, const std::string& product) {
+  int driver = 0;
+  (void)cudaDriverGetVersion(&driver);
+  return "cublasLt " + std::to_string(cublasLtGetVersion()) + "; " + ctx.name + " sm_" +
+         std::to_string(ctx.compute_capability) + " " + std::to_string(ctx.sm_count) +
+         " SMs; driver " + std::to_string(driver) + "; workspace " +
+         std::to_string(ctx.cublas_workspace_bytes) + "; " + product;
+}
+
+std::filesystem::path choice_path(const std::string& record) {
+  std::string dir = disk_cache::directory();
+  if (dir.empty()) return {};
+  return std::filesystem::path(dir) / "autotune" /
+         (disk_cache::hex(disk_cache::fnv1a(record)) + ".algo");
+}
+
+std::optional<cublasLtMatmulAlgo_t> saved_choice(const LtPlan& p, const Context& ctx,
+                                                 const std::string& record) {
+  std::filesystem::path path = choice_path(record);
+  std::vector<char> payload;
+  if (path.empty() || !disk_cache::read(path, payload)) return std::nullopt;
+  cublasLtMatmulAlgo_t algo{};
+  if (payload.size() != record.size() + 1 + sizeof algo ||
+      std::string_view(payload.data(), record.size()) != record)
+    return std::nullopt;
+  std::memcpy(&algo, payload.data() + record.size() + 1, sizeof algo);
+  cublasLtMatmulHeuristicResult_t check{};
+  if (cublasLtMatmulAlgoCheck(ctx.cublas_lt, p.op, p.a, p.b, p.c, p.c, &algo, &check) !=
+          CUBLAS_STATUS_SUCCESS ||
+      check.workspaceSize > ctx.cublas_workspace_bytes)
+    return std::nullopt;
+  return algo;
+}
+
+void save_choice(const std::string& record, const cublasLtMatmulAlgo_t& algo) {
+  std::filesystem::path path = choice_path(record);
+  if (path.empty()) return;
+  std::vector<char> payload(record.begin(), record.end());
+  payload.push_back('\0');
+  const char* bytes = reinterpret_cast<const char*>(&algo);
+  payload.insert(payload.end(), bytes, bytes + sizeof algo);
+  disk_cache::write(path, payload);
+}
+
 // The heuristic's first algorithm, or (non-deterministic runs) the fastest
-// of its first few; a timing that cannot run falls back to the first.
+// of its first few, as this process or an earlier one timed it; a timing
+// that cannot run falls back to the first (and is not saved).
 std::string choose_algorithm(LtPlan& p, const Context& ctx, const Extents& n, DType in, DType out,
                              double flops, const std::string& product) {
-  std::vector<cublasLtMatmulAlgo_t> algos;
   bool tune = !ctx.deterministic && flops >= kMinTunedFlops;
-  if (std::string e = heuristic(p, ctx, tune ? kCandidates : 1, algos); !e.empty()) return e;
-  p.algo = algos.front();
-  p.has_algo = true;
-  if (algos.size() == 1) return {};
   std::string key = std::to_string(ctx.ordinal) + " " +
                     std::to_string(reinterpret_cast<uintptr_t>(ctx.cublas_lt)) + " " +
                     std::to_string(ctx.cublas_workspace_bytes) + " " + product;
   TunedCache& cache = tuned_cache();
   std::lock_guard lock(cache.mutex);
-  auto [it, fresh] = cache.chosen.try_emplace(key, algos.front());
-  if (fresh) {
-    sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing " + product);
-    if (std::optional<cublasLtMatmulAlgo_t> best = fastest(p, ctx, algos, n, in, out))
-      it->second = *best;
-    else
-      sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing could not run; the heuristic's first");
+  if (tune) {
+    if (auto it = cache.chosen.find(key); it != cache.chosen.end()) {
+      p.algo = it->second;
+      p.has_algo = true;
+      return {};
+    }
   }
-  p.algo = it->second;
+  std::string record = tune ? choice_record(ctx, product) : std::string();
+  if (tune) {
+    if (std::optional<cublasLtMatmulAlgo_t> saved = saved_choice(p, ctx, record)) {
+      sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: " + product + " from the cache");
+      p.algo = cache.chosen[key] = *saved;
+      p.has_algo = true;
+      return {};
+    }
+  }
+  std::vector<cublasLtMatmulAlgo_t> algos;
+  if (std::string e = heuristic(p, ctx, tune ? kCandidates : 1, algos); !e.empty()) return e;
+  p.algo = algos.front();
+  p.has_algo = true;
+  if (algos.size() == 1) return {};
+  sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing " + product);
+  if (std::optional<cublasLtMatmulAlgo_t> best = fastest(p, ctx, algos, n, in, out)) {
+    p.algo = *best;
+    save_choice(record, p.algo);
+  } else {
+    sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing could not run; the heuristic's first");
+  }
+  cache.chosen[key] = p.algo;
   return {};
 }
 
