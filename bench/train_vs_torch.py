@@ -354,7 +354,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=50,
                     help="steps left out of the timing (the first log interval of both files)")
     ap.add_argument("--ours-blas-threads", type=int,
-                    help="OPENBLAS_NUM_THREADS for sexpgpu (default: the thread count)")
+                    help="OPENBLAS_NUM_THREADS for sexpgpu (no effect since sexpgpu sets it to 1 itself)")
     ap.add_argument("--torch-blas-threads", type=int,
                     help="OPENBLAS_NUM_THREADS for PyTorch (default: the thread count; 1 with "
                     "2 threads avoids OpenMP and OpenBLAS workers fighting over the cores)")

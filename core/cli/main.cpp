@@ -267,7 +267,12 @@ namespace {
 // the OS enables, the cpu device's products take those kernels, unless the
 // user chose with OPENBLAS_CORETYPE (docs/devices.md). Set before any plugin
 // loads: OpenBLAS reads the variable when it is loaded.
+//
+// And OpenBLAS starts no threads of its own: the cpu device splits products
+// across its pool and calls OpenBLAS on one thread from each
+// (devices/cpu/gemm.h); OpenBLAS's idle threads would only compete with it.
 void choose_blas_kernels() {
+  ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
   if (std::getenv("OPENBLAS_CORETYPE")) return;
   __builtin_cpu_init();
   if (__builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f") &&

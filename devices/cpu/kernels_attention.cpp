@@ -14,6 +14,7 @@
 
 #include "gemm.h"
 #include "kernel.h"
+#include "parallel.h"
 #include "plan/geometry.h"
 #include "storage.h"
 #include "vector_math.h"
@@ -49,6 +50,11 @@ AttentionGeometry geometry_of(const KernelRequest& r, size_t mask_input) {
     g.mask_strides = broadcast_strides(r.inputs[mask_input].shape, ir::Shape{g.B, g.H, g.Tq, g.Tk});
   }
   return g;
+}
+
+// One head's forward work (its two products), for the split across threads.
+int64_t head_work(const AttentionGeometry& g) {
+  return g.Tq * g.Tk * (g.D + g.Dv);
 }
 
 std::string label(ir::Op op, ir::DType dtype, const AttentionGeometry& g) {
@@ -106,20 +112,23 @@ void probabilities(const AttentionGeometry& g, int64_t b, int64_t h, const T* qh
 template <class T>
 Kernel attention_kernel(const KernelRequest& r) {
   AttentionGeometry g = geometry_of(r, 3);
-  KernelFn fn = [g](const void* const* in, void* out) -> std::string {
+  const int threads = r.threads;
+  KernelFn fn = [g, threads](const void* const* in, void* out) -> std::string {
     const T* q = static_cast<const T*>(in[0]);
     const T* k = static_cast<const T*>(in[1]);
     const T* v = static_cast<const T*>(in[2]);
     const void* mask = g.mask ? in[g.mask_input] : nullptr;
     T* o = static_cast<T*>(out);
-    std::vector<T> p(size_t(g.Tq * g.Tk));
-    for (int64_t b = 0; b < g.B; ++b)
-      for (int64_t h = 0; h < g.H; ++h) {
-        int64_t bh = b * g.H + h;
-        probabilities<T>(g, b, h, q + bh * g.Tq * g.D, k + bh * g.Tk * g.D, mask, p.data());
+    // Heads across the pool, each head's products on its thread.
+    parallel_range(g.B * g.H, head_work(g), threads, [&](int64_t begin, int64_t end) {
+      std::vector<T> p(size_t(g.Tq * g.Tk));
+      for (int64_t bh = begin; bh < end; ++bh) {
+        probabilities<T>(g, bh / g.H, bh % g.H, q + bh * g.Tq * g.D, k + bh * g.Tk * g.D, mask,
+                         p.data());
         gemm<T>(false, false, g.Tq, g.Dv, g.Tk, T(1), p.data(), g.Tk, v + bh * g.Tk * g.Dv, g.Dv,
                 T(0), o + bh * g.Tq * g.Dv, g.Dv);
       }
+    });
     return {};
   };
   return Kernel{std::move(fn), label(ir::Op::Attention, r.output.dtype, g)};
@@ -144,17 +153,18 @@ void score_gradient(const AttentionGeometry& g, const T* p, T* dp) {
 template <class T>
 Kernel attention_grad_kernel(const KernelRequest& r) {
   AttentionGeometry g = geometry_of(r, 5);
-  KernelFn fn = [g](const void* const* in, void* out) -> std::string {
+  const int threads = r.threads;
+  KernelFn fn = [g, threads](const void* const* in, void* out) -> std::string {
     const T* q = static_cast<const T*>(in[0]);
     const T* k = static_cast<const T*>(in[1]);
     const T* v = static_cast<const T*>(in[2]);
     const T* dy = static_cast<const T*>(in[4]);
     const void* mask = g.mask ? in[g.mask_input] : nullptr;
-    std::vector<T> p(size_t(g.Tq * g.Tk)), ds(p.size());
     const T scale = T(g.scale);
-    for (int64_t b = 0; b < g.B; ++b)
-      for (int64_t h = 0; h < g.H; ++h) {
-        int64_t bh = b * g.H + h;
+    parallel_range(g.B * g.H, 3 * head_work(g), threads, [&](int64_t begin, int64_t end) {
+      std::vector<T> p(size_t(g.Tq * g.Tk)), ds(p.size());
+      for (int64_t bh = begin; bh < end; ++bh) {
+        const int64_t b = bh / g.H, h = bh % g.H;
         const T *qh = q + bh * g.Tq * g.D, *kh = k + bh * g.Tk * g.D, *vh = v + bh * g.Tk * g.D;
         const T* gh = dy + bh * g.Tq * g.D;
         T* dq = static_cast<T*>(out) + bh * (g.Tq + 2 * g.Tk) * g.D;
@@ -167,6 +177,7 @@ Kernel attention_grad_kernel(const KernelRequest& r) {
         gemm<T>(false, false, g.Tq, g.D, g.Tk, scale, ds.data(), g.Tk, kh, g.D, T(0), dq, g.D);
         gemm<T>(true, false, g.Tk, g.D, g.Tq, scale, ds.data(), g.Tk, qh, g.D, T(0), dk, g.D);
       }
+    });
     return {};
   };
   return Kernel{std::move(fn), label(ir::Op::AttentionGrad, r.output.dtype, g)};

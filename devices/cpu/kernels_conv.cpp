@@ -91,7 +91,8 @@ Kernel conv_kernel(const KernelRequest& r) {
   ir::Shape w_shape = op == Op::Conv2dGradWeight ? r.output.shape : r.inputs[1].shape;
   ConvGeometry g = conv_geometry(x_shape, w_shape, r.attrs);
   int64_t out_total = numel(r.output.shape);
-  KernelFn fn = [g, op, out_total](const void* const* in, void* out) -> std::string {
+  const int threads = r.threads;
+  KernelFn fn = [g, op, out_total, threads](const void* const* in, void* out) -> std::string {
     std::vector<T> col(size_t(g.col_rows() * g.col_cols()));
     int64_t x_img = g.C * g.H * g.W, x_grp = g.Cg() * g.H * g.W;
     int64_t y_img = g.O * g.col_cols(), y_grp = g.Og() * g.col_cols();
@@ -105,19 +106,20 @@ Kernel conv_kernel(const KernelRequest& r) {
           const T* w = static_cast<const T*>(in[1]) + grp * w_grp;
           im2col(g, x, col.data());
           gemm<T>(false, false, g.Og(), g.col_cols(), g.col_rows(), T(1), w, g.col_rows(),
-                  col.data(), g.col_cols(), T(0), o + n * y_img + grp * y_grp, g.col_cols());
+                  col.data(), g.col_cols(), T(0), o + n * y_img + grp * y_grp, g.col_cols(),
+                  threads);
         } else if (op == Op::Conv2dGradInput) {
           const T* gy = static_cast<const T*>(in[0]) + n * y_img + grp * y_grp;
           const T* w = static_cast<const T*>(in[1]) + grp * w_grp;
           gemm<T>(true, false, g.col_rows(), g.col_cols(), g.Og(), T(1), w, g.col_rows(), gy,
-                  g.col_cols(), T(0), col.data(), g.col_cols());
+                  g.col_cols(), T(0), col.data(), g.col_cols(), threads);
           col2im_add(g, col.data(), o + n * x_img + grp * x_grp);
         } else {
           const T* x = static_cast<const T*>(in[0]) + n * x_img + grp * x_grp;
           const T* gy = static_cast<const T*>(in[1]) + n * y_img + grp * y_grp;
           im2col(g, x, col.data());
           gemm<T>(false, true, g.Og(), g.col_rows(), g.col_cols(), T(1), gy, g.col_cols(),
-                  col.data(), g.col_cols(), T(1), o + grp * w_grp, g.col_rows());
+                  col.data(), g.col_cols(), T(1), o + grp * w_grp, g.col_rows(), threads);
         }
       }
     return {};

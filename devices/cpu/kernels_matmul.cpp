@@ -15,9 +15,6 @@
 namespace sexpgpu::cpu {
 namespace {
 
-// OpenBLAS 0.3 (interface/gemm.c) uses one thread below M*N*K = 65536 * 4.
-constexpr int64_t kBlasThreadedWork = 65536 * 4;
-
 struct MatmulGeometry {
   int64_t M = 1, K = 1, N = 1;
   std::vector<int64_t> a_offsets, b_offsets;  // per output batch element, in elements
@@ -73,18 +70,19 @@ Kernel matmul_kernel(const KernelRequest& r) {
     const T* a = static_cast<const T*>(in[0]);
     const T* b = static_cast<const T*>(in[1]);
     T* c = static_cast<T*>(out);
-    auto products = [&](int64_t begin, int64_t end) {
+    auto products = [&](int64_t begin, int64_t end, int product_threads) {
       for (int64_t i = begin; i < end; ++i)
         gemm<T>(ta, tb, g.M, g.N, g.K, T(1), a + g.a_offsets[size_t(i)], lda,
-                b + g.b_offsets[size_t(i)], ldb, T(0), c + i * g.M * g.N, g.N);
+                b + g.b_offsets[size_t(i)], ldb, T(0), c + i * g.M * g.N, g.N, product_threads);
     };
     int64_t count = int64_t(g.a_offsets.size()), work = g.M * g.N * g.K;
-    // OpenBLAS runs a product this small on the calling thread alone, so a
-    // batch of them (attention's) is split across the pool instead.
-    if (count > 1 && work < kBlasThreadedWork)
-      parallel_range(count, work, threads, products);
+    // A batch of products too small to split (attention's) is split across
+    // the pool by product instead.
+    if (count > 1 && work < kGemmParallelWork)
+      parallel_range(count, work, threads,
+                     [&](int64_t begin, int64_t end) { products(begin, end, 1); });
     else
-      products(0, count);
+      products(0, count, threads);
     return {};
   };
   return Kernel{std::move(fn), std::move(name)};

@@ -202,6 +202,9 @@ sg_error* parse_world(const nlohmann::json& world, sexpgpu::cpu::GlooWorld& out)
 
 sg_error* open_device(const char* options_json, size_t options_len, sg_device** out_device) {
   return firewall([&]() -> sg_error* {
+    // Products are split across the device's pool, OpenBLAS called on one
+    // thread from each (gemm.h), whatever host loaded the plugin.
+    if (openblas_set_num_threads) openblas_set_num_threads(1);
     auto device = std::make_unique<sg_device>();
     if (options_len > 0) {
       nlohmann::json options =
@@ -213,10 +216,6 @@ sg_error* open_device(const char* options_json, size_t options_len, sg_device** 
           return make_error(SG_ERROR_INVALID_ARGUMENT,
                             "option \"threads\" must be an integer >= 0");
         device->threads = options["threads"].get<int>();
-        // OpenBLAS's own threads too: its thread count changes how a product
-        // is split, and so its last bits (docs/devices.md).
-        if (device->threads > 0 && openblas_set_num_threads)
-          openblas_set_num_threads(device->threads);
       }
       if (options.contains("world")) {
         sexpgpu::cpu::GlooWorld world;

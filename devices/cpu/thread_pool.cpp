@@ -1,25 +1,57 @@
-// The sleeping worker pool of thread_pool.h.
+// The worker pool of thread_pool.h.
 #include "thread_pool.h"
 
 #include <algorithm>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace sexpgpu::cpu {
+namespace {
+
+// About 30-100 us of spinning (a pause is 40-140 cycles, by processor)
+// before a thread sleeps: longer than the gap between two kernels of a
+// step, short enough that a pool between steps costs little.
+constexpr int kSpins = 2048;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Waits until `value` is no longer `old`, spinning first; returns it.
+template <class T>
+T await_change(const std::atomic<T>& value, T old) {
+  for (int s = 0; s < kSpins; ++s) {
+    T now = value.load(std::memory_order_acquire);
+    if (now != old) return now;
+    cpu_relax();
+  }
+  value.wait(old, std::memory_order_acquire);
+  return value.load(std::memory_order_acquire);
+}
+
+}  // namespace
 
 ThreadPool& ThreadPool::instance() {
   static ThreadPool pool(std::max(1, int(std::thread::hardware_concurrency())) - 1);
   return pool;
 }
 
-ThreadPool::ThreadPool(int workers) {
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { work(); });
+ThreadPool::ThreadPool(int workers) : bells_(new Doorbell[size_t(std::max(workers, 1))]) {
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i] { work(bells_[size_t(i)]); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+  stop_.store(true, std::memory_order_release);
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    bells_[i].generation.fetch_add(1, std::memory_order_release);
+    bells_[i].generation.notify_one();
   }
-  wake_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
 
@@ -36,42 +68,44 @@ void ThreadPool::run(int n, const std::function<void(int)>& task) {
     return;
   }
   std::lock_guard<std::mutex> turn(run_mutex_);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    task_ = &task;
-    tasks_ = n;
-    next_ = 0;
-    running_ = 0;
-    ++generation_;
+  task_.store(&task, std::memory_order_relaxed);
+  tasks_.store(n, std::memory_order_relaxed);
+  finished_.store(0, std::memory_order_relaxed);
+  if (++generation_ == 0) ++generation_;
+  const uint32_t g = generation_;
+  claim_.store(uint64_t(g) << 32, std::memory_order_release);  // publishes the three above
+  for (int w = 0; w < n - 1; ++w) {
+    bells_[size_t(w)].generation.store(g, std::memory_order_release);
+    bells_[size_t(w)].generation.notify_one();  // a system call only if it sleeps
   }
-  wake_.notify_all();
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (next_ < tasks_) {
-    int i = next_++;
-    lock.unlock();
-    task(i);
-    lock.lock();
-  }
-  done_.wait(lock, [this] { return running_ == 0; });
-  task_ = nullptr;
+  drain(g);
+  for (int done = finished_.load(std::memory_order_acquire); done != n;)
+    done = await_change(finished_, done);
+  task_.store(nullptr, std::memory_order_relaxed);
 }
 
-void ThreadPool::work() {
-  unsigned seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
+void ThreadPool::drain(uint32_t generation) {
+  uint64_t c = claim_.load(std::memory_order_acquire);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    while (next_ < tasks_) {
-      int i = next_++;
-      ++running_;
-      const std::function<void(int)>* task = task_;
-      lock.unlock();
-      (*task)(i);
-      lock.lock();
-      if (--running_ == 0) done_.notify_one();
-    }
+    if (uint32_t(c >> 32) != generation) return;
+    const int i = int(uint32_t(c)), n = tasks_.load(std::memory_order_relaxed);
+    if (i >= n) return;
+    // Success means the run is still `generation`'s and task i unfinished,
+    // so the run (its task_ and tasks_) cannot end before this call does.
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+      continue;
+    (*task_.load(std::memory_order_relaxed))(i);
+    if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) finished_.notify_one();
+  }
+}
+
+void ThreadPool::work(Doorbell& bell) {
+  uint32_t seen = 0;
+  for (;;) {
+    seen = await_change(bell.generation, seen);
+    if (stop_.load(std::memory_order_acquire)) return;
+    drain(seen);
   }
 }
 

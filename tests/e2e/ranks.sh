@@ -14,8 +14,8 @@ TMP=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
 export SEXPGPU_RUNS=$TMP/runs
 export SEXPGPU_RANK_TIMEOUT=20
-# torchrun sets it for its ranks, and OpenBLAS's thread count can change a
-# product's last bits (docs/devices.md): every run here alike.
+# torchrun sets it for its ranks; every run here gets the same environment
+# (sexpgpu itself reads neither it nor OPENBLAS_NUM_THREADS: docs/environment.md).
 export OMP_NUM_THREADS=1
 fail=0
 

@@ -63,6 +63,26 @@ expect sink-csv 0 0 "^step,time," "$TMP/sink/steps.csv"
 "$BIN" run "$SRC/examples/smallest.lisp" --quiet --steps 3 --out "$TMP/nosink" --sink no-such-sink >"$TMP/out" 2>"$TMP/err"
 expect sink-missing 3 $? "E-IO" "$TMP/err"
 
+# The thread count changes no bit: products are split by blocks of the
+# result, every other kernel by its outputs (docs/devices.md). Products of
+# 64x256x512 are big enough to be split.
+cat >"$TMP/wide.lisp" <<'LISP'
+(require "sexpgpu/nn")
+(require "sexpgpu/optim")
+(defloader train :source (synthetic :regression :features 256 :examples 1024 :seed 1) :batch 64)
+(defmodel net (x) (nn:linear (gelu (nn:linear x 512 :name "h")) 1 :name "out"))
+(defun objective (batch ctx) (mse (net (getf batch :x)) (getf batch :y)))
+(defun optimizer () (optim:adamw :lr 0.001))
+(defrun :steps 20 :log-every 5)
+LISP
+"$BIN" run "$TMP/wide.lisp" --quiet --threads 1 --out "$TMP/t1" >"$TMP/out" 2>"$TMP/err"
+expect threads-one 0 $?
+"$BIN" run "$TMP/wide.lisp" --quiet --threads 2 --out "$TMP/t2" >"$TMP/out" 2>"$TMP/err"
+expect threads-two 0 $?
+cmp -s "$TMP/t1/checkpoints/latest/model.safetensors" "$TMP/t2/checkpoints/latest/model.safetensors" &&
+  echo "ok   threads-same-bits" ||
+  { echo "FAIL threads-same-bits: the parameters after 20 steps differ between 1 and 2 threads"; fail=$((fail + 1)); }
+
 # Microbatches average gradients: two microbatches of 16 train like one
 # batch of 32 (same examples, no shuffle), up to float rounding.
 cat >"$TMP/micro.lisp" <<'LISP'
