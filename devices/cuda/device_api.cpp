@@ -18,6 +18,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -38,6 +40,7 @@
 #include "roofline.h"
 #include "sexpgpu/plugin.h"
 #include "sexpgpu/sdk/errors.h"
+#include "sexpgpu/sdk/log.h"
 #include "sexpgpu/sdk/tables.h"
 
 namespace cuda = sexpgpu::cuda;
@@ -287,7 +290,13 @@ sg_error* compile(sg_device* device, const char* ir_json, size_t ir_len, const c
                   size_t fn_len, sg_program** out_program, const char** out_report_json,
                   size_t* out_report_len, uint64_t* out_memory_plan_bytes) {
   return firewall([&]() -> sg_error* {
+    const auto start = std::chrono::steady_clock::now();
+    auto ms_since = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t)
+          .count();
+    };
     ir::Result<ir::Module> module = ir::module_from_json(std::string_view(ir_json, ir_len));
+    const double read_ms = ms_since(start);
     if (!module) return make_error(SG_ERROR_INVALID_ARGUMENT, "reading the IR: " + module.error());
     // Without other ranks a bucket's all_reduce is the identity: the
     // gradients stay where the backward writes them (ir::elide_buckets).
@@ -301,6 +310,11 @@ sg_error* compile(sg_device* device, const char* ir_json, size_t ir_len, const c
       return make_error(memory ? SG_ERROR_OUT_OF_MEMORY : SG_ERROR_INVALID_ARGUMENT,
                         "compiling '" + std::string(fn, fn_len) + "': " + compiled.error());
     }
+    // The start-up's breakdown, through the host's log (bench/startup.py).
+    char line[200];
+    std::snprintf(line, sizeof line, "compiled '%.*s' in %.1f ms (IR read in %.1f ms)", int(fn_len),
+                  fn, ms_since(start), read_ms);
+    sdk::log(SG_LOG_INFO, line);
     auto program = std::make_unique<sg_program>(sg_program{device, *compiled, {}});
     program->report = program->program->report_json();
     *out_report_json = program->report.data();

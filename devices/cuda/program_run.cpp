@@ -4,7 +4,9 @@
 // it (the graph cache), and SEXPGPU_CUDA_CHECK checks every step. Separate
 // from the plan (program_plan.cpp): everything here talks to the GPU.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,6 +15,7 @@
 #include "cuda/codegen/nvrtc_cache.h"
 #include "cuda/plan/program_plan.h"
 #include "profile.h"
+#include "sexpgpu/sdk/log.h"
 
 namespace sexpgpu::cuda::program_detail {
 namespace {
@@ -87,7 +90,13 @@ std::string memory_error(size_t need, const char* what) {
 }  // namespace
 
 std::string CudaProgram::prepare() {
+  using clock = std::chrono::steady_clock;
+  auto ms_since = [](clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t).count();
+  };
+  auto start = clock::now();
   if (std::string e = ctx_.nvrtc->build(!ctx_.plan_only); !e.empty()) return e;
+  const double nvrtc_ms = ms_since(start);
   size_t need = arena_bytes_ + constant_bytes_;
   if (ctx_.plan_only) {
     if (need <= ctx_.memory_bytes) return {};
@@ -95,10 +104,13 @@ std::string CudaProgram::prepare() {
            " bytes and the device (" + ctx_.name + ", assumed) has " +
            std::to_string(ctx_.memory_bytes);
   }
+  start = clock::now();
   for (Step& s : steps_)
     if (s.kernel.prepare)
       if (std::string e = s.kernel.prepare(); !e.empty())
         return node_label(fn_, s.origin, s.op) + ": " + e;
+  const double prepare_ms = ms_since(start);
+  start = clock::now();
   if (arena_bytes_ > 0) {
     void* p = nullptr;
     if (cudaMalloc(&p, arena_bytes_) != cudaSuccess) {
@@ -122,6 +134,12 @@ std::string CudaProgram::prepare() {
     }
     SG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(nullptr));
   }
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "'%s': generated kernels ready in %.1f ms, kernels prepared (matmul algorithms) "
+                "in %.1f ms, arena and constants in %.1f ms",
+                fn_.name.c_str(), nvrtc_ms, prepare_ms, ms_since(start));
+  sdk::log(SG_LOG_INFO, line);
   return {};
 }
 

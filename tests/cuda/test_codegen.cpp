@@ -428,31 +428,35 @@ TEST_CASE("a build splits into units the cache keeps; a corrupt entry is compile
           "[cuda][codegen]") {
   cuda::testing::fresh_kernel_cache();
   const std::string dir = cuda::disk_cache::directory();
-  // Ten kernels: three units of at least four each.
+  // Eleven kernels in five units of at least two each; the fourth kernel's
+  // source also defines another, which stays in its unit.
   auto add_all = [](cuda::NvrtcCache& cache) {
     for (int i = 0; i < 10; ++i) {
       std::string name = "sg_test_scale_" + std::to_string(i);
-      cache.add(name, "extern \"C\" __global__ void " + name +
-                          "(float* x) { x[threadIdx.x] *= " + std::to_string(i + 2) + ".0f; }");
+      std::string body = "(float* x) { x[threadIdx.x] *= " + std::to_string(i + 2) + ".0f; }";
+      std::string source = "extern \"C\" __global__ void " + name + body;
+      if (i == 3) source += "\nextern \"C\" __global__ void " + name + "_v" + body;
+      cache.add(name, source);
+      if (i == 3) cache.add(name + "_v", "");
     }
   };
   {
     cuda::NvrtcCache cold(90);
     add_all(cold);
     REQUIRE(cold.build(false).empty());
-    CHECK(cold.stats().builds == 3);
+    CHECK(cold.stats().builds == 5);
     CHECK(cold.stats().cache_hits == 0);
-    CHECK(cold.stats().kernels == 10);
+    CHECK(cold.stats().kernels == 11);
   }
   std::vector<std::filesystem::path> entries;
   for (const auto& e : std::filesystem::directory_iterator(dir)) entries.push_back(e.path());
-  REQUIRE(entries.size() == 3);
+  REQUIRE(entries.size() == 5);
   {
     cuda::NvrtcCache warm(90);
     add_all(warm);
     REQUIRE(warm.build(false).empty());
     CHECK(warm.stats().builds == 0);
-    CHECK(warm.stats().cache_hits == 3);
+    CHECK(warm.stats().cache_hits == 5);
   }
   // One byte of one image changed: its checksum fails, that unit compiles again.
   {
@@ -467,7 +471,7 @@ TEST_CASE("a build splits into units the cache keeps; a corrupt entry is compile
     add_all(again);
     REQUIRE(again.build(false).empty());
     CHECK(again.stats().builds == 1);
-    CHECK(again.stats().cache_hits == 2);
+    CHECK(again.stats().cache_hits == 4);
   }
   CHECK(cuda::disk_cache::read(entries[0], payload));
 }

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 // again, so one kernel a unit would waste most of the time on it) and a
 // build makes at most this many units. Neither depends on the machine: the
 // cache keys must be the same everywhere.
-constexpr size_t kKernelsPerUnit = 4;
+constexpr size_t kKernelsPerUnit = 2;
 constexpr size_t kMaxUnits = 16;
 
 std::string nvrtc_error(nvrtcResult r, const char* what) {
@@ -131,11 +131,14 @@ std::string NvrtcCache::build(bool load) {
 
   // The split: as few units as kMaxUnits allows, of kKernelsPerUnit or more.
   const size_t per_unit = std::max(kKernelsPerUnit, (kernels.size() + kMaxUnits - 1) / kMaxUnits);
+  // A kernel of no source of its own stays in its predecessor's unit.
   std::vector<Unit> units;
-  for (size_t first = 0; first < kernels.size(); first += per_unit) {
+  for (size_t first = 0, end; first < kernels.size(); first = end) {
+    end = std::min(first + per_unit, kernels.size());
+    while (end < kernels.size() && sources[end].empty()) ++end;
     Unit u;
     u.first = first;
-    u.count = std::min(per_unit, kernels.size() - first);
+    u.count = end - first;
     u.source = prelude();
     for (size_t i = first; i < first + u.count; ++i) u.source += "\n" + sources[i];
     if (!dir.empty())

@@ -39,8 +39,9 @@ class NvrtcCache {
   NvrtcCache& operator=(const NvrtcCache&) = delete;
 
   // Registers a kernel: `source` defines extern "C" __global__ `name` and
-  // may use the prelude (elementwise_prelude.cuh). The same name twice is
-  // one kernel.
+  // may use the prelude (elementwise_prelude.cuh); an empty `source` says
+  // that the source of the kernel added just before defines `name` too. The
+  // same name twice is one kernel.
   std::shared_ptr<GeneratedKernel> add(const std::string& name, const std::string& source);
   // Compiles every kernel added since the last build; with `load`, loads
   // them and sets each kernel's function. "" or the first failure (with
