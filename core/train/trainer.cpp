@@ -375,7 +375,7 @@ Status Trainer::initialise() {
   if (Status e = device_->upload(rng_, rng, sizeof rng); !e) return e;
   log::Stopwatch init_fn;
   if (Status f = run_fn("init", nullptr, true); !f) return f;
-  log::debug("init: the init function ran in {:.1f} ms", init_fn.ms());
+  const double init_fn_ms = init_fn.ms();
   // One host buffer for every state (GPT-2's AdamW has 300 of them, up to
   // 150 MB each), refilled only when the fill value changes.
   log::Stopwatch filling;
@@ -395,7 +395,8 @@ Status Trainer::initialise() {
     // The upload reads `fill` until the stream is synchronised: a refill waits.
     if (Status e = device_->synchronize(); !e) return e;
   }
-  log::debug("init: {} optimizer states filled in {:.1f} ms", run_.states.size(), filling.ms());
+  log::info("init: the init function ran in {:.1f} ms, {} optimizer states filled in {:.1f} ms",
+            init_fn_ms, run_.states.size(), filling.ms());
   return ok_status();
 }
 

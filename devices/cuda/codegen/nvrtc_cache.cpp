@@ -20,10 +20,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // A unit holds at least this many kernels (each unit compiles the prelude
-// again, so one kernel a unit would waste most of the time on it) and a
+// again: GPT-2's train_step in 13 units of 2 compiled in 541 ms on the
+// H200 machine's 16 cores, in 7 units of 4 in 238 ms, in one in 434) and a
 // build makes at most this many units. Neither depends on the machine: the
 // cache keys must be the same everywhere.
-constexpr size_t kKernelsPerUnit = 2;
+constexpr size_t kKernelsPerUnit = 4;
 constexpr size_t kMaxUnits = 16;
 
 std::string nvrtc_error(nvrtcResult r, const char* what) {
