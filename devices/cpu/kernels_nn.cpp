@@ -74,31 +74,44 @@ Kernel cross_entropy_kernel(const KernelRequest& r) {
   int64_t rows = C == 0 ? 0 : numel(logits) / C;
   std::optional<int64_t> ignore = r.attrs.ignore_index;
   std::string reduction = r.attrs.reduction.value_or("mean");
+  int threads = r.threads;
   KernelFn fn = [=](const void* const* in, void* out) -> std::string {
     const T* x = static_cast<const T*>(in[0]);
     const I* t = static_cast<const I*>(in[1]);
     T* o = static_cast<T*>(out);
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t target = int64_t(t[row]);
+      if ((target < 0 || target >= C) && !(ignore && target == *ignore))
+        return "target " + std::to_string(target) + " (row " + std::to_string(row) +
+               ") is out of range for " + std::to_string(C) + " classes";
+    }
+    // Rows across threads, each row's loss kept, then summed in row order:
+    // the same total at any thread count.
+    std::vector<double> losses(size_t(rows), 0.0);
+    parallel_range(rows, C * 8, threads, [&](int64_t b, int64_t e) {
+      for (int64_t row = b; row < e; ++row) {
+        int64_t target = int64_t(t[row]);
+        if (ignore && target == *ignore) continue;
+        const T* xr = x + row * C;
+        if constexpr (std::is_same_v<T, float>) {
+          float m = vmath::max_f32(xr, C);
+          losses[size_t(row)] =
+              double(m) + std::log(vmath::sum_exp_f64(xr, C, m)) - double(xr[target]);
+        } else {
+          double m = -std::numeric_limits<double>::infinity();
+          for (int64_t c = 0; c < C; ++c) m = std::fmax(m, double(xr[c]));
+          double sum = 0;
+          for (int64_t c = 0; c < C; ++c) sum += std::exp(double(xr[c]) - m);
+          losses[size_t(row)] = m + std::log(sum) - double(xr[target]);
+        }
+      }
+    });
     double total = 0;
     int64_t counted = 0;
     for (int64_t row = 0; row < rows; ++row) {
-      int64_t target = int64_t(t[row]);
-      double loss = 0;
-      if (ignore && target == *ignore) {
-        loss = 0;
-      } else if (target < 0 || target >= C) {
-        return "target " + std::to_string(target) + " (row " + std::to_string(row) +
-               ") is out of range for " + std::to_string(C) + " classes";
-      } else {
-        const T* xr = x + row * C;
-        double m = -std::numeric_limits<double>::infinity();
-        for (int64_t c = 0; c < C; ++c) m = std::fmax(m, double(xr[c]));
-        double sum = 0;
-        for (int64_t c = 0; c < C; ++c) sum += std::exp(double(xr[c]) - m);
-        loss = m + std::log(sum) - double(xr[target]);
-        ++counted;
-      }
-      if (reduction == "none") o[row] = T(loss);
-      total += loss;
+      if (reduction == "none") o[row] = T(losses[size_t(row)]);
+      total += losses[size_t(row)];
+      counted += !(ignore && int64_t(t[row]) == *ignore);
     }
     if (reduction == "sum") o[0] = T(total);
     if (reduction == "mean") o[0] = T(counted == 0 ? 0.0 : total / double(counted));
@@ -217,12 +230,18 @@ struct RowStatistics {
   double mean, rstd;
 };
 
+// The sums in the forward's order (norm_kernel), so the gradient sees its mean and rstd.
 template <class T>
 RowStatistics row_statistics(const T* xr, int64_t D, double eps) {
   double mean = 0, ss = 0;
-  for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
-  mean /= double(D);
-  for (int64_t d = 0; d < D; ++d) ss += (double(xr[d]) - mean) * (double(xr[d]) - mean);
+  if constexpr (std::is_same_v<T, float>) {
+    mean = vmath::sum_f64(xr, D) / double(D);
+    ss = vmath::sum_squares_f64(xr, D, mean);
+  } else {
+    for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
+    mean /= double(D);
+    for (int64_t d = 0; d < D; ++d) ss += (double(xr[d]) - mean) * (double(xr[d]) - mean);
+  }
   return {mean, 1.0 / std::sqrt(ss / double(D) + eps)};
 }
 
@@ -245,12 +264,20 @@ Kernel layer_norm_grad_kernel(const KernelRequest& r) {
       for (int64_t row = b; row < e; ++row) {
         const T *xr = xs + row * D, *gr = gs + row * D;
         auto [mean, rstd] = row_statistics(xr, D, eps);
-        double sum_gh = 0, sum_ghx = 0;
-        for (int64_t d = 0; d < D; ++d) {
+        // In vmath::kLanes accumulators, not one latency-bound chain.
+        constexpr int64_t L = vmath::kLanes;
+        double lane_gh[L] = {}, lane_ghx[L] = {};
+        auto add = [&, mean = mean, rstd = rstd](int64_t d, int64_t lane) {
           double gh = double(gr[d]) * double(w[d]);
-          sum_gh += gh;
-          sum_ghx += gh * (double(xr[d]) - mean) * rstd;
-        }
+          lane_gh[lane] += gh;
+          lane_ghx[lane] += gh * (double(xr[d]) - mean) * rstd;
+        };
+        int64_t d0 = 0;
+        for (; d0 + L <= D; d0 += L)
+          for (int64_t j = 0; j < L; ++j) add(d0 + j, j);
+        for (; d0 < D; ++d0) add(d0, 0);
+        double sum_gh = 0, sum_ghx = 0;
+        for (int64_t j = 0; j < L; ++j) sum_gh += lane_gh[j], sum_ghx += lane_ghx[j];
         double mean_gh = sum_gh / double(D), mean_ghx = sum_ghx / double(D);
         for (int64_t d = 0; d < D; ++d) {
           double xhat = (double(xr[d]) - mean) * rstd;

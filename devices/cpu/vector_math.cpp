@@ -1,11 +1,13 @@
-// The array loops of vector_math.h. On x86-64 each is compiled twice, for
-// the baseline (SSE2) and for AVX2 with FMA, and the loader picks the one
-// the machine runs (GCC's target_clones): the kernels are built for the
-// baseline, and these loops are where wider vectors pay.
+// The array loops of vector_math.h. On x86-64 each is compiled three times,
+// for the baseline (SSE2), for AVX2 with FMA and for AVX-512, and the loader
+// picks the widest the machine runs (GCC's target_clones): the kernels are
+// built for the baseline, and these loops are where wider vectors pay. Their
+// sums run in a fixed number of lanes, so AVX2 and AVX-512 give the same bits.
 #include "vector_math.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SG_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define SG_VECTOR_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SG_VECTOR_CLONES
 #endif
@@ -42,6 +44,18 @@ void softmax_f32(const float* x, float* o, int64_t n) {
   for (int64_t k = 0; k < n; ++k) o[k] = exp_nonpositive(x[k] - m);
   float inv = float(1.0 / sum_f64(o, n));
   for (int64_t k = 0; k < n; ++k) o[k] *= inv;
+}
+
+SG_VECTOR_CLONES
+double sum_exp_f64(const float* x, int64_t n, float shift) {
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j) lane[j] += double(exp_nonpositive(x[i + j] - shift));
+  for (; i < n; ++i) lane[0] += double(exp_nonpositive(x[i] - shift));
+  double sum = 0;
+  for (double v : lane) sum += v;
+  return sum;
 }
 
 }  // namespace sexpgpu::cpu::vmath

@@ -149,6 +149,10 @@ inline double sum_squares_f64(const float* x, int64_t n, double center) {
   return sum;
 }
 
+// The sum of exp(x[i] - shift) over x[0..n), in f64, for a shift no less
+// than any x[i] (the row's maximum: cross-entropy's log-sum-exp).
+double sum_exp_f64(const float* x, int64_t n, float shift);
+
 // softmax of the contiguous row x[0..n) into o (o may be x); the maximum is
 // subtracted first, the sum is in f64. An all -inf row gives 0s / 0 = NaN,
 // as the f64 kernel does.
