@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
 
@@ -241,12 +242,18 @@ Status Trainer::load_data() {
 // What a run needs from outside the file (sinks, the device and its
 // memory, the data) is resolved before the run directory is written, so a
 // run refused here leaves nothing that blocks the corrected command.
+//
+// The data loads on a thread while the device opens (a GPU's takes 0.1-0.3
+// s, the mlp's Fashion-MNIST 0.27 s to decompress); nothing else touches
+// the loaders meanwhile.
 Status Trainer::resolve() {
-  if (Status f = find_sinks(); !f) return f;
-  if (Status f = open_device(); !f) return f;
-  set_peak_flops();
-  if (Status f = check_memory(); !f) return f;
-  return load_data();
+  std::future<Status> data = std::async(std::launch::async, [this] { return load_data(); });
+  Status f = find_sinks();
+  if (f) f = open_device();
+  if (f) set_peak_flops();
+  if (f) f = check_memory();
+  Status loaded = data.get();
+  return f ? loaded : f;
 }
 
 // The CLI prints a refusal's error and, with --json, its close event
