@@ -79,9 +79,10 @@ Kernel cross_entropy_kernel(const KernelRequest& r) {
     const T* x = static_cast<const T*>(in[0]);
     const I* t = static_cast<const I*>(in[1]);
     T* o = static_cast<T*>(out);
+    auto ignored = [&](int64_t row) { return ignore && int64_t(t[row]) == *ignore; };
     for (int64_t row = 0; row < rows; ++row) {
       int64_t target = int64_t(t[row]);
-      if ((target < 0 || target >= C) && !(ignore && target == *ignore))
+      if ((target < 0 || target >= C) && !ignored(row))
         return "target " + std::to_string(target) + " (row " + std::to_string(row) +
                ") is out of range for " + std::to_string(C) + " classes";
     }
@@ -90,8 +91,8 @@ Kernel cross_entropy_kernel(const KernelRequest& r) {
     std::vector<double> losses(size_t(rows), 0.0);
     parallel_range(rows, C * 8, threads, [&](int64_t b, int64_t e) {
       for (int64_t row = b; row < e; ++row) {
-        int64_t target = int64_t(t[row]);
-        if (ignore && target == *ignore) continue;
+        if (ignored(row)) continue;
+        const int64_t target = int64_t(t[row]);
         const T* xr = x + row * C;
         if constexpr (std::is_same_v<T, float>) {
           float m = vmath::max_f32(xr, C);
@@ -111,7 +112,7 @@ Kernel cross_entropy_kernel(const KernelRequest& r) {
     for (int64_t row = 0; row < rows; ++row) {
       if (reduction == "none") o[row] = T(losses[size_t(row)]);
       total += losses[size_t(row)];
-      counted += !(ignore && int64_t(t[row]) == *ignore);
+      counted += !ignored(row);
     }
     if (reduction == "sum") o[0] = T(total);
     if (reduction == "mean") o[0] = T(counted == 0 ? 0.0 : total / double(counted));
@@ -159,6 +160,30 @@ Kernel cross_entropy_grad_kernel(const KernelRequest& r) {
   return Kernel{std::move(fn), kernel_label(r.op, r.output.dtype) + " " + reduction};
 }
 
+struct RowStatistics {
+  double mean, rstd;
+};
+
+// A row's mean (0 without `centered`: rms_norm) and 1 / sqrt(mean square
+// about it + eps), the f32 sums in lanes, not one latency-bound chain. The
+// forward and both gradients use it, so the gradients see the forward's
+// statistics.
+template <class T>
+RowStatistics row_statistics(const T* xr, int64_t D, double eps, bool centered = true) {
+  double mean = 0, ss = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (centered) mean = vmath::sum_f64(xr, D) / double(D);
+    ss = vmath::sum_squares_f64(xr, D, mean);
+  } else {
+    if (centered) {
+      for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
+      mean /= double(D);
+    }
+    for (int64_t d = 0; d < D; ++d) ss += (double(xr[d]) - mean) * (double(xr[d]) - mean);
+  }
+  return {mean, 1.0 / std::sqrt(ss / double(D) + eps)};
+}
+
 // layer_norm (with bias) or rms_norm (without) over the last axis.
 template <class T, bool kLayer>
 Kernel norm_kernel(const KernelRequest& r) {
@@ -176,21 +201,7 @@ Kernel norm_kernel(const KernelRequest& r) {
       for (int64_t row = b; row < e; ++row) {
         const T* xr = xs + row * D;
         T* orow = o + row * D;
-        double mean = 0, ss = 0;
-        if constexpr (std::is_same_v<T, float>) {  // in lanes, not one latency-bound chain
-          if constexpr (kLayer) mean = vmath::sum_f64(xr, D) / double(D);
-          ss = vmath::sum_squares_f64(xr, D, mean);
-        } else {
-          if constexpr (kLayer) {
-            for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
-            mean /= double(D);
-          }
-          for (int64_t d = 0; d < D; ++d) {
-            double c = double(xr[d]) - mean;
-            ss += c * c;
-          }
-        }
-        double inv = 1.0 / std::sqrt(ss / double(D) + eps);
+        const auto [mean, inv] = row_statistics(xr, D, eps, kLayer);
         for (int64_t d = 0; d < D; ++d) {
           double y = (double(xr[d]) - mean) * inv * double(w[d]);
           if constexpr (kLayer) y += double(bias[d]);
@@ -223,27 +234,6 @@ template <class T, class I>
 struct CrossEntropyGrad {
   static Kernel make(const KernelRequest& r) { return cross_entropy_grad_kernel<T, I>(r); }
 };
-
-// A row's mean and rstd = 1/sqrt(biased variance + eps) in f64, as
-// norm_kernel computes them; both layer_norm gradients recompute them so.
-struct RowStatistics {
-  double mean, rstd;
-};
-
-// The sums in the forward's order (norm_kernel), so the gradient sees its mean and rstd.
-template <class T>
-RowStatistics row_statistics(const T* xr, int64_t D, double eps) {
-  double mean = 0, ss = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    mean = vmath::sum_f64(xr, D) / double(D);
-    ss = vmath::sum_squares_f64(xr, D, mean);
-  } else {
-    for (int64_t d = 0; d < D; ++d) mean += double(xr[d]);
-    mean /= double(D);
-    for (int64_t d = 0; d < D; ++d) ss += (double(xr[d]) - mean) * (double(xr[d]) - mean);
-  }
-  return {mean, 1.0 / std::sqrt(ss / double(D) + eps)};
-}
 
 // layer_norm_grad: per row, mean and rstd as norm_kernel computes them, the
 // sums of gh = g w and of gh xhat in f64, then rstd (gh - mean(gh) - xhat

@@ -431,42 +431,39 @@ void save_choice(const std::string& record, const cublasLtMatmulAlgo_t& algo) {
 // that cannot run falls back to the first (and is not saved).
 std::string choose_algorithm(LtPlan& p, const Context& ctx, const Extents& n, DType in, DType out,
                              double flops, const std::string& product) {
-  bool tune = !ctx.deterministic && flops >= kMinTunedFlops;
+  auto use = [&p](const cublasLtMatmulAlgo_t& algo) {
+    p.algo = algo;
+    p.has_algo = true;
+    return std::string();
+  };
+  std::vector<cublasLtMatmulAlgo_t> algos;
+  if (ctx.deterministic || flops < kMinTunedFlops) {
+    if (std::string e = heuristic(p, ctx, 1, algos); !e.empty()) return e;
+    return use(algos.front());
+  }
   std::string key = std::to_string(ctx.ordinal) + " " +
                     std::to_string(reinterpret_cast<uintptr_t>(ctx.cublas_lt)) + " " +
                     std::to_string(ctx.cublas_workspace_bytes) + " " + product;
   TunedCache& cache = tuned_cache();
   std::lock_guard lock(cache.mutex);
-  if (tune) {
-    if (auto it = cache.chosen.find(key); it != cache.chosen.end()) {
-      p.algo = it->second;
-      p.has_algo = true;
-      return {};
+  if (auto it = cache.chosen.find(key); it != cache.chosen.end()) return use(it->second);
+  const std::string record = choice_record(ctx, product);
+  if (std::optional<cublasLtMatmulAlgo_t> saved = saved_choice(p, ctx, record)) {
+    sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: " + product + " from the cache");
+    return use(cache.chosen[key] = *saved);
+  }
+  if (std::string e = heuristic(p, ctx, kCandidates, algos); !e.empty()) return e;
+  cublasLtMatmulAlgo_t chosen = algos.front();
+  if (algos.size() > 1) {
+    sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing " + product);
+    if (std::optional<cublasLtMatmulAlgo_t> best = fastest(p, ctx, algos, n, in, out)) {
+      chosen = *best;
+      save_choice(record, chosen);
+    } else {
+      sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing could not run; the heuristic's first");
     }
   }
-  std::string record = tune ? choice_record(ctx, product) : std::string();
-  if (tune) {
-    if (std::optional<cublasLtMatmulAlgo_t> saved = saved_choice(p, ctx, record)) {
-      sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: " + product + " from the cache");
-      p.algo = cache.chosen[key] = *saved;
-      p.has_algo = true;
-      return {};
-    }
-  }
-  std::vector<cublasLtMatmulAlgo_t> algos;
-  if (std::string e = heuristic(p, ctx, tune ? kCandidates : 1, algos); !e.empty()) return e;
-  p.algo = algos.front();
-  p.has_algo = true;
-  if (algos.size() == 1) return {};
-  sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing " + product);
-  if (std::optional<cublasLtMatmulAlgo_t> best = fastest(p, ctx, algos, n, in, out)) {
-    p.algo = *best;
-    save_choice(record, p.algo);
-  } else {
-    sexpgpu::sdk::log(SG_LOG_DEBUG, "autotune: timing could not run; the heuristic's first");
-  }
-  cache.chosen[key] = p.algo;
-  return {};
+  return use(cache.chosen[key] = chosen);
 }
 
 KernelResult float_matmul(const KernelRequest& r, const Geometry& g, bool ta, bool tb,
