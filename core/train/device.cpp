@@ -1,10 +1,33 @@
 // Device, Buffer and Program over sg_device_api (device.h).
 #include "train/device.h"
 
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
 #include "ir/abi_dtype.h"
 #include "util/log.h"
 
 namespace sexpgpu::train {
+
+namespace {
+
+// The table's sg_device_fill: a link of that type large enough to hold
+// `fill`, within a bounded walk (a broken chain cannot loop forever).
+const sg_device_fill* find_fill(const sg_device_api* api) {
+  constexpr size_t with_extension = offsetof(sg_device_api, extension) + sizeof(void*);
+  constexpr size_t with_fill = offsetof(sg_device_fill, fill) + sizeof(void*);
+  if (api->struct_size < with_extension) return nullptr;
+  const sg_extension_base* link = api->extension;
+  for (int hops = 0; link && hops < 64; ++hops, link = link->next)
+    if (link->type == SG_EXTENSION_DEVICE_FILL && link->struct_size >= with_fill) {
+      auto* fill = reinterpret_cast<const sg_device_fill*>(link);
+      if (fill->fill) return fill;
+    }
+  return nullptr;
+}
+
+}  // namespace
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
@@ -37,6 +60,7 @@ Result<std::unique_ptr<Device>> Device::open(const host::PluginHost& plugins,
   const sg_device_api* api = plugins.device(name);
   if (!api) return fail("E-DEVICE", "plugin '" + name + "' is not a device");
   std::unique_ptr<Device> d(new Device(name, record->version, api));
+  d->fill_ = find_fill(api);
   const char* probe = nullptr;
   size_t probe_len = 0;
   if (Status s = d->take(api->probe(&probe, &probe_len), "probe"); !s) return s.failed();
@@ -79,6 +103,18 @@ Status Device::upload(const Buffer& b, const void* data, size_t bytes) {
 
 Status Device::download(const Buffer& b, void* data, size_t bytes) {
   return take(api_->download(b.handle(), data, bytes, 0), "download");
+}
+
+Status Device::fill(const Buffer& b, std::span<const std::byte> element) {
+  if (fill_) return take(fill_->fill(b.handle(), element.data(), element.size(), 0), "fill");
+  if (element.empty() || b.bytes() % element.size() != 0)
+    return fail("E-DEVICE", name_ + " device: fill of " + b.type().to_string() + " with " +
+                                std::to_string(element.size()) + " bytes");
+  std::vector<std::byte> values(b.bytes());
+  for (size_t at = 0; at < values.size(); at += element.size())
+    std::memcpy(values.data() + at, element.data(), element.size());
+  if (Status e = upload(b, values.data(), values.size()); !e) return e;
+  return synchronize();  // the upload reads `values` until then
 }
 
 Status Device::synchronize() {

@@ -90,6 +90,10 @@ class Device {
   Result<Buffer> alloc(const ir::TensorType& type);
   Status upload(const Buffer& b, const void* data, size_t bytes);
   Status download(const Buffer& b, void* data, size_t bytes);
+  // Every element of `b` set to `element` (one element of its dtype): on the
+  // device where the plugin has sg_device_fill (ABI 1.2), otherwise as an
+  // upload of the repeated element, synchronised before it returns.
+  Status fill(const Buffer& b, std::span<const std::byte> element);
   Status synchronize();
   Result<std::unique_ptr<Program>> compile(const std::string& ir_json, const ir::Function& fn);
   Status run(const Program& p, std::span<sg_buffer* const> inputs,
@@ -112,6 +116,7 @@ class Device {
   std::string name_, version_;
   const sg_device_api* api_;
   sg_device* device_ = nullptr;
+  const sg_device_fill* fill_ = nullptr;  // on the table's chain, or none
   nlohmann::json probe_;
 };
 

@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -337,6 +338,24 @@ sg_error* download(sg_buffer* buffer, void* out_host_data, size_t bytes, uint32_
   });
 }
 
+// ABI 1.2's sg_device_fill: the element's bytes repeated, doubling the
+// filled part with each copy.
+sg_error* fill(sg_buffer* buffer, const void* value, size_t value_bytes, uint32_t) {
+  return firewall([&]() -> sg_error* {
+    if (value_bytes != ir::size_bytes(buffer->type.dtype))
+      return make_error(SG_ERROR_INVALID_ARGUMENT,
+                        "fill with a value of " + std::to_string(value_bytes) +
+                            " bytes of a buffer of " + buffer->type.to_string());
+    std::byte* data = buffer->bytes.data();
+    const size_t total = buffer->bytes.size();
+    if (total == 0) return nullptr;
+    std::memcpy(data, value, value_bytes);
+    for (size_t done = value_bytes; done < total; done *= 2)
+      std::memcpy(data + done, data, std::min(done, total - done));
+    return nullptr;
+  });
+}
+
 // ---- Running
 
 sg_error* run(sg_program* program, sg_buffer* const* inputs, size_t input_count,
@@ -485,6 +504,7 @@ sg_error* broadcast(sg_device* const*, sg_buffer* const* buffers, size_t count, 
   });
 }
 
+constexpr sg_device_fill kFill = sdk::device_fill(fill);
 constexpr sg_device_api kDeviceApi = sdk::device_table({.probe = probe,
                                                         .open = open_device,
                                                         .close = close_device,
@@ -498,7 +518,8 @@ constexpr sg_device_api kDeviceApi = sdk::device_table({.probe = probe,
                                                         .synchronize = synchronize,
                                                         .memory_stats = memory_stats,
                                                         .all_reduce = all_reduce,
-                                                        .broadcast = broadcast});
+                                                        .broadcast = broadcast},
+                                                       &kFill.base);
 
 constexpr sg_plugin kPlugin = sdk::describe(SG_PLUGIN_DEVICE, kName, "0.1.0", &kDeviceApi);
 

@@ -33,6 +33,8 @@
 #include "collective.h"
 #include "context.h"
 #include "cuda/codegen/nvrtc_cache.h"
+#include "cuda/factories/kernel.h"
+#include "cuda/kernels/creation_launch.h"
 #include "ir/abi_dtype.h"
 #include "ir/json.h"
 #include "ir/passes/bucket_gradients.h"
@@ -465,6 +467,24 @@ sg_error* upload(sg_buffer* buffer, const void* host_data, size_t bytes, uint32_
   });
 }
 
+// ABI 1.2's sg_device_fill: the kernel `full` lowers to (creation.cu).
+sg_error* fill(sg_buffer* buffer, const void* value, size_t value_bytes, uint32_t) {
+  return firewall([&]() -> sg_error* {
+    if (value_bytes != ir::size_bytes(buffer->type.dtype))
+      return make_error(SG_ERROR_INVALID_ARGUMENT,
+                        "fill with a value of " + std::to_string(value_bytes) +
+                            " bytes of a buffer of " + buffer->type.to_string());
+    const int64_t n = buffer->type.shape.numel().value_or(0);
+    if (n == 0) return nullptr;
+    uint64_t bits = 0;
+    std::memcpy(&bits, value, value_bytes);
+    sg_device* d = buffer->device;
+    return cuda_failure(cuda::cuda_error(cuda::launch_fill(buffer->data, n, int(value_bytes), bits,
+                                                           cuda::max_blocks(d->context), d->stream),
+                                         "fill (launch_fill)"));
+  });
+}
+
 sg_error* download(sg_buffer* buffer, void* out_host_data, size_t bytes, uint32_t) {
   return firewall([&]() -> sg_error* {
     if (sg_error* e = check_size(buffer, bytes, "download")) return e;
@@ -608,6 +628,7 @@ sg_error* broadcast(sg_device* const* devices, sg_buffer* const* buffers, size_t
   });
 }
 
+constexpr sg_device_fill kFill = sdk::device_fill(fill);
 constexpr sg_device_api kDeviceApi = sdk::device_table({.probe = probe,
                                                         .open = open_device,
                                                         .close = close_device,
@@ -621,7 +642,8 @@ constexpr sg_device_api kDeviceApi = sdk::device_table({.probe = probe,
                                                         .synchronize = synchronize,
                                                         .memory_stats = memory_stats,
                                                         .all_reduce = all_reduce,
-                                                        .broadcast = broadcast});
+                                                        .broadcast = broadcast},
+                                                       &kFill.base);
 
 }  // namespace
 

@@ -160,3 +160,40 @@ TEST_CASE("cpu plugin: all_reduce and broadcast across devices", "[cpu]") {
   CHECK(p.check(p.api->broadcast(devs, bufs, 3, 5, 0)) == "cpu: root 5 of 3 buffers");
   for (sg_device* d : devs) REQUIRE(p.check(p.api->close(d)) == "");
 }
+
+TEST_CASE("cpu plugin: sg_device_fill on the table's chain (ABI 1.2)", "[cpu]") {
+  Loaded p;
+  const sg_extension_base* link = p.api->extension;
+  REQUIRE(link != nullptr);
+  CHECK(link->type == SG_EXTENSION_DEVICE_FILL);
+  REQUIRE(link->struct_size >= sizeof(sg_device_fill));
+  const auto* fill = reinterpret_cast<const sg_device_fill*>(link);
+
+  sg_device* dev = nullptr;
+  std::string options = R"({"threads": 1})";
+  REQUIRE(p.check(p.api->open(options.data(), options.size(), &dev)) == "");
+  // 7 elements: the doubling copies end on a part shorter than the filled one.
+  sg_buffer* f = make_buffer(p, dev, SG_DTYPE_F32, {7});
+  const float half = 0.5f;
+  REQUIRE(p.check(fill->fill(f, &half, sizeof half, 0)) == "");
+  std::vector<float> got(7, -1.0f);
+  REQUIRE(p.check(p.api->download(f, got.data(), 7 * sizeof(float), 0)) == "");
+  CHECK(got == std::vector<float>(7, 0.5f));
+
+  sg_buffer* i = make_buffer(p, dev, SG_DTYPE_I64, {3});
+  const int64_t big = -(int64_t(1) << 40) - 3;
+  REQUIRE(p.check(fill->fill(i, &big, sizeof big, 0)) == "");
+  int64_t ints[3] = {};
+  REQUIRE(p.check(p.api->download(i, ints, sizeof ints, 0)) == "");
+  CHECK(std::vector<int64_t>(ints, ints + 3) == std::vector<int64_t>(3, big));
+
+  // A value that is not one element of the buffer's dtype.
+  sg_error* e = fill->fill(f, &big, sizeof big, 0);
+  REQUIRE(e != nullptr);
+  CHECK(p.api->error_code(e) == SG_ERROR_INVALID_ARGUMENT);
+  CHECK(p.check(e).find("fill with a value of 8 bytes") != std::string::npos);
+
+  sg_buffer* none = make_buffer(p, dev, SG_DTYPE_F32, {0});
+  CHECK(p.check(fill->fill(none, &half, sizeof half, 0)) == "");
+  REQUIRE(p.check(p.api->close(dev)) == "");
+}

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define SG_ABI_MAJOR 1
-#define SG_ABI_MINOR 1
+#define SG_ABI_MINOR 2
 
 /* Exported with default visibility even under -fvisibility=hidden. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -258,8 +258,20 @@ typedef struct sg_device_api {
   /* Copies buffers[root] into every other buffer. */
   sg_error* (*broadcast)(sg_device* const* devices, sg_buffer* const* buffers, size_t count,
                          size_t root, uint32_t stream);
-  const sg_extension_base* extension; /* NULL in 1.0 */
+  const sg_extension_base* extension; /* 1.2: an sg_device_fill */
 } sg_device_api;
+
+/* ---- 1.2: setting a buffer to one value where it lives (optimizer
+ * state's zeros, without a host copy of the whole buffer to upload). A
+ * core that finds no sg_device_fill on the chain uploads the values. ---- */
+#define SG_EXTENSION_DEVICE_FILL 2u
+typedef struct sg_device_fill {
+  sg_extension_base base; /* type SG_EXTENSION_DEVICE_FILL */
+  /* Sets every element of `buffer` to `value`: one element of the
+   * buffer's dtype, value_bytes long (its size), borrowed for the call.
+   * Ordered on `stream` with runs, uploads and downloads. */
+  sg_error* (*fill)(sg_buffer* buffer, const void* value, size_t value_bytes, uint32_t stream);
+} sg_device_fill;
 
 /* The one entry point, C linkage, default visibility. `host` is core-owned
  * and lives until the plugin is unloaded. Returns the plugin's static
@@ -286,6 +298,7 @@ SG_STATIC_ASSERT(sizeof(sg_sink_api) == 72, sg_sink_api_size);
 SG_STATIC_ASSERT(sizeof(sg_reducer_api) == 88, sg_reducer_api_size);
 SG_STATIC_ASSERT(sizeof(sg_device_api) == 152, sg_device_api_size);
 SG_STATIC_ASSERT(sizeof(sg_host_store) == 48, sg_host_store_size);
+SG_STATIC_ASSERT(sizeof(sg_device_fill) == 32, sg_device_fill_size);
 #endif
 
 #ifdef __cplusplus

@@ -1,7 +1,8 @@
 // sexpgpu/sdk/tables.h: filling the ABI's tables (plugins/sdk/README.md).
 // Each builder sets struct_size to the size this plugin was compiled
 // with, the error functions to the SDK's (errors.h) and the extension
-// chain to none, so a plugin names only its own functions; `describe`
+// chain to none (a device's to the one it passes), so a plugin names only
+// its own functions; `describe`
 // fills the sg_plugin description and `serve` is the entry point's body.
 #pragma once
 
@@ -100,7 +101,16 @@ struct DeviceFunctions {
   sg_error* (*broadcast)(sg_device* const*, sg_buffer* const*, size_t, size_t, uint32_t);
 };
 
-constexpr sg_device_api device_table(const DeviceFunctions& f) {
+// A device's sg_device_fill (ABI 1.2), to head its table's chain.
+constexpr sg_device_fill device_fill(sg_error* (*fill)(sg_buffer*, const void*, size_t, uint32_t),
+                                     const sg_extension_base* next = nullptr) {
+  return sg_device_fill{{sizeof(sg_device_fill), SG_EXTENSION_DEVICE_FILL, next}, fill};
+}
+
+// `extension`: the head of the table's chain (an sg_device_fill, 1.2), of
+// static storage, or none.
+constexpr sg_device_api device_table(const DeviceFunctions& f,
+                                     const sg_extension_base* extension = nullptr) {
   return sg_device_api{sizeof(sg_device_api),
                        error_destroy,
                        error_message,
@@ -119,7 +129,7 @@ constexpr sg_device_api device_table(const DeviceFunctions& f) {
                        f.memory_stats,
                        f.all_reduce,
                        f.broadcast,
-                       nullptr};
+                       extension};
 }
 
 }  // namespace sexpgpu::sdk
