@@ -134,4 +134,15 @@ std::string take_error(const Api* table, sg_error* err) {
   return out;
 }
 
+// The device table's sg_device_fill (ABI 1.2) with its function set, or
+// nullptr: a 1.0 or 1.1 plugin, or one that leaves it out (train::Device
+// then uploads the repeated value).
+inline const sg_device_fill* device_fill_of(const sg_device_api* api) noexcept {
+  constexpr size_t with_extension = offsetof(sg_device_api, extension) + sizeof(void*);
+  if (!api || api->struct_size < with_extension) return nullptr;
+  auto* fill = reinterpret_cast<const sg_device_fill*>(sg_find_extension(
+      api->extension, SG_EXTENSION_DEVICE_FILL, offsetof(sg_device_fill, fill) + sizeof(void*)));
+  return fill && fill->fill ? fill : nullptr;
+}
+
 }  // namespace sexpgpu::host

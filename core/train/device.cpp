@@ -10,25 +10,6 @@
 
 namespace sexpgpu::train {
 
-namespace {
-
-// The table's sg_device_fill: a link of that type large enough to hold
-// `fill`, within a bounded walk (a broken chain cannot loop forever).
-const sg_device_fill* find_fill(const sg_device_api* api) {
-  constexpr size_t with_extension = offsetof(sg_device_api, extension) + sizeof(void*);
-  constexpr size_t with_fill = offsetof(sg_device_fill, fill) + sizeof(void*);
-  if (api->struct_size < with_extension) return nullptr;
-  const sg_extension_base* link = api->extension;
-  for (int hops = 0; link && hops < 64; ++hops, link = link->next)
-    if (link->type == SG_EXTENSION_DEVICE_FILL && link->struct_size >= with_fill) {
-      auto* fill = reinterpret_cast<const sg_device_fill*>(link);
-      if (fill->fill) return fill;
-    }
-  return nullptr;
-}
-
-}  // namespace
-
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
     if (device_ && handle_) device_->free_buffer(handle_);
@@ -60,7 +41,7 @@ Result<std::unique_ptr<Device>> Device::open(const host::PluginHost& plugins,
   const sg_device_api* api = plugins.device(name);
   if (!api) return fail("E-DEVICE", "plugin '" + name + "' is not a device");
   std::unique_ptr<Device> d(new Device(name, record->version, api));
-  d->fill_ = find_fill(api);
+  d->fill_ = host::device_fill_of(api);
   const char* probe = nullptr;
   size_t probe_len = 0;
   if (Status s = d->take(api->probe(&probe, &probe_len), "probe"); !s) return s.failed();

@@ -1,10 +1,11 @@
 // Device: a case through sg_device_api, with every handle freed on every path.
 #include "device.h"
 
+#include <cstring>
 #include <memory>
 
-#include "ir/abi_dtype.h"
 #include "host/plugin_host.h"
+#include "ir/abi_dtype.h"
 
 namespace conformance {
 
@@ -86,6 +87,46 @@ ir::Result<std::vector<HostTensor>> Device::run(const std::string& ir_json, cons
   e = take(api_->synchronize(device_, 0));
   if (!e.empty()) return R::failure("synchronize: " + e);
   return results;
+}
+
+bool Device::has_fill() const {
+  return sexpgpu::host::device_fill_of(api_) != nullptr;
+}
+
+std::string Device::check_fill() {
+  const sg_device_fill* fill = sexpgpu::host::device_fill_of(api_);
+  if (!fill) return "no sg_device_fill";
+  // Odd, above one block of threads and one doubling step's power of two.
+  constexpr int64_t kCount = 4099;
+  for (ir::DType d : ir::kAllDTypes) {
+    const std::string where = "fill " + std::string(ir::ir_name(d)) + ": ";
+    Handles h{api_, nullptr, {}};
+    std::string e;
+    h.buffers.push_back(alloc(ir::TensorType{d, ir::Shape{kCount}}, e));
+    if (!e.empty()) return where + "alloc: " + e;
+    const size_t size = ir::size_bytes(d);
+    // A pattern with every byte different, so a swapped or dropped byte shows.
+    std::vector<std::byte> value(size);
+    for (size_t k = 0; k < size; ++k) value[k] = std::byte(0x11 * (k + 1));
+    if (d == ir::DType::Bool) value[0] = std::byte{1};
+    e = take(fill->fill(h.buffers[0], value.data(), size, 0));
+    if (!e.empty()) return where + e;
+    std::vector<std::byte> got(size * kCount);
+    e = take(api_->download(h.buffers[0], got.data(), got.size(), 0));
+    if (e.empty()) e = take(api_->synchronize(device_, 0));
+    if (!e.empty()) return where + "download: " + e;
+    for (int64_t k = 0; k < kCount; ++k)
+      if (std::memcmp(got.data() + k * size, value.data(), size) != 0)
+        return where + "element " + std::to_string(k) + " differs from the value";
+    sg_error* wrong = fill->fill(h.buffers[0], value.data(), size + 1, 0);
+    if (!wrong) return where + "a value of " + std::to_string(size + 1) + " bytes was accepted";
+    if (api_->error_code(wrong) != SG_ERROR_INVALID_ARGUMENT) {
+      std::string m = take(wrong);
+      return where + "a value of the wrong size gave not SG_ERROR_INVALID_ARGUMENT but: " + m;
+    }
+    take(wrong);
+  }
+  return "";
 }
 
 }  // namespace conformance

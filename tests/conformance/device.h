@@ -31,6 +31,14 @@ class Device {
       const std::string& ir_json, const sexpgpu::ir::Function& fn,
       const std::vector<sexpgpu::cpu::HostTensor>& inputs);
 
+  // Whether the table has sg_device_fill (ABI 1.2); a plugin without it is
+  // conformant (the core uploads instead).
+  bool has_fill() const;
+  // The table's sg_device_fill at every dtype, on a length its doubling or
+  // block loops end on a partial part of, and with a value of the wrong
+  // size: "" when it holds, else what failed. Only when has_fill().
+  std::string check_fill();
+
  private:
   std::string take(sg_error* e);
   sg_buffer* alloc(const sexpgpu::ir::TensorType& type, std::string& error);

@@ -90,7 +90,16 @@ int run_device(const std::string& name, const sg_device_api* api,
   }
   std::printf("device %s: %zu cases, %d failures; NumPy table: %zu cases, %d failures\n",
               name.c_str(), cases.size(), failures[0], numpy.size(), failures[1]);
-  return failures[0] + failures[1];
+  int fill_failures = 0;
+  if (!device.has_fill()) {
+    std::printf("device %s: no sg_device_fill (ABI 1.2); the core uploads fills\n", name.c_str());
+  } else if (std::string why = device.check_fill(); !why.empty()) {
+    std::printf("FAIL %s %s\n", name.c_str(), why.c_str());
+    fill_failures = 1;
+  } else {
+    std::printf("device %s: sg_device_fill at %zu dtypes\n", name.c_str(), ir::kDTypeCount);
+  }
+  return failures[0] + failures[1] + fill_failures;
 }
 
 // "" when the probe says {"available": true}; else why not.

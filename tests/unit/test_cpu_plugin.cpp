@@ -163,11 +163,8 @@ TEST_CASE("cpu plugin: all_reduce and broadcast across devices", "[cpu]") {
 
 TEST_CASE("cpu plugin: sg_device_fill on the table's chain (ABI 1.2)", "[cpu]") {
   Loaded p;
-  const sg_extension_base* link = p.api->extension;
-  REQUIRE(link != nullptr);
-  CHECK(link->type == SG_EXTENSION_DEVICE_FILL);
-  REQUIRE(link->struct_size >= sizeof(sg_device_fill));
-  const auto* fill = reinterpret_cast<const sg_device_fill*>(link);
+  const sg_device_fill* fill = host::device_fill_of(p.api);
+  REQUIRE(fill != nullptr);
 
   sg_device* dev = nullptr;
   std::string options = R"({"threads": 1})";
@@ -195,5 +192,6 @@ TEST_CASE("cpu plugin: sg_device_fill on the table's chain (ABI 1.2)", "[cpu]") 
 
   sg_buffer* none = make_buffer(p, dev, SG_DTYPE_F32, {0});
   CHECK(p.check(fill->fill(none, &half, sizeof half, 0)) == "");
+  for (sg_buffer* b : {f, i, none}) REQUIRE(p.check(p.api->free(b)) == "");
   REQUIRE(p.check(p.api->close(dev)) == "");
 }

@@ -9,6 +9,7 @@
 
 #include "catch.hpp"
 #include "host/plugin_host.h"
+#include "sexpgpu/sdk/tables.h"
 
 namespace {
 
@@ -223,4 +224,34 @@ TEST_CASE("the include dir holds sexpgpu/plugin.h", "[plugins]") {
   std::string dir = sexpgpu::host::include_dir();
   REQUIRE(!dir.empty());
   CHECK(fs::exists(fs::path(dir) / "sexpgpu" / "plugin.h"));
+}
+
+TEST_CASE("device_fill_of finds sg_device_fill on a device table's chain by type and size",
+          "[plugins]") {
+  constexpr sg_device_api bare = sexpgpu::sdk::device_table({});
+  CHECK(sexpgpu::host::device_fill_of(&bare) == nullptr);
+  CHECK(sexpgpu::host::device_fill_of(nullptr) == nullptr);
+  static constexpr sg_device_fill kFill = sexpgpu::sdk::device_fill(
+      [](sg_buffer*, const void*, size_t, uint32_t) -> sg_error* { return nullptr; });
+  static_assert(kFill.base.type == SG_EXTENSION_DEVICE_FILL);
+  static_assert(kFill.base.struct_size == sizeof(sg_device_fill));
+  // Behind a link of another type, as a later minor version may put one.
+  const sg_extension_base other{sizeof(sg_extension_base), 99u, &kFill.base};
+  sg_device_api api = sexpgpu::sdk::device_table({}, &other);
+  CHECK(sexpgpu::host::device_fill_of(&api) == &kFill);
+  api.struct_size = offsetof(sg_device_api, extension);  // a table without the field
+  CHECK(sexpgpu::host::device_fill_of(&api) == nullptr);
+  api.struct_size = sizeof api;
+  sg_device_fill small = kFill;
+  small.base.struct_size = offsetof(sg_device_fill, fill);  // too small to hold fill
+  api.extension = &small.base;
+  CHECK(sexpgpu::host::device_fill_of(&api) == nullptr);
+  sg_device_fill unset = kFill;
+  unset.fill = nullptr;
+  api.extension = &unset.base;
+  CHECK(sexpgpu::host::device_fill_of(&api) == nullptr);
+  sg_extension_base loop{sizeof(sg_extension_base), 99u, nullptr};
+  loop.next = &loop;  // a broken chain ends the walk, not the process
+  api.extension = &loop;
+  CHECK(sexpgpu::host::device_fill_of(&api) == nullptr);
 }

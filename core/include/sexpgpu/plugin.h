@@ -21,6 +21,8 @@
  *  1.1  sg_host_store on sg_host_api's extension chain (the run's
  *       key-value store, for plugins that reach other processes); device
  *       `open` options may carry "world"; the IR's all_reduce op.
+ *  1.2  sg_device_fill on sg_device_api's extension chain (a buffer set
+ *       to one value on the device); sg_find_extension.
  */
 #ifndef SEXPGPU_PLUGIN_H_
 #define SEXPGPU_PLUGIN_H_
@@ -97,6 +99,20 @@ typedef struct sg_extension_base {
   uint32_t type;
   const struct sg_extension_base* next; /* NULL ends the chain */
 } sg_extension_base;
+
+/* The first link of `type` on the chain from `first` that is at least
+ * `needed` bytes long (a link too small to hold what the reader uses is
+ * skipped), or NULL. The walk is bounded, so a broken chain that loops
+ * cannot hang the reader. A reader first checks that the table's own
+ * struct_size reaches its `extension` field. */
+static inline const sg_extension_base* sg_find_extension(const sg_extension_base* first,
+                                                         uint32_t type, size_t needed) {
+  const sg_extension_base* link = first;
+  int hops;
+  for (hops = 0; link && hops < 64; ++hops, link = link->next)
+    if (link->type == type && link->struct_size >= needed) return link;
+  return NULL;
+}
 
 /* ---- The host's services, filled by the core and given to the entry
  * point. The table and its strings are owned by the core and live until

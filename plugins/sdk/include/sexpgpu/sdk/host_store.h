@@ -12,20 +12,14 @@
 
 namespace sexpgpu::sdk {
 
-// The table's sg_host_store, or nullptr. Checks every link's type and
-// struct_size (a link too small to hold set and get is skipped) and stops
-// after a bounded number of links, so a broken chain cannot loop forever.
+// The table's sg_host_store with set and get, or nullptr (found by type
+// and size with sg_find_extension).
 inline const sg_host_store* host_store(const sg_host_api* host) noexcept {
   constexpr size_t with_extension = offsetof(sg_host_api, extension) + sizeof(void*);
-  constexpr size_t with_get = offsetof(sg_host_store, get) + sizeof(void*);
   if (!host || host->struct_size < with_extension) return nullptr;
-  const sg_extension_base* link = host->extension;
-  for (int hops = 0; link && hops < 64; ++hops, link = link->next) {
-    if (link->type != SG_EXTENSION_HOST_STORE || link->struct_size < with_get) continue;
-    auto* store = reinterpret_cast<const sg_host_store*>(link);
-    if (store->set && store->get) return store;
-  }
-  return nullptr;
+  auto* store = reinterpret_cast<const sg_host_store*>(sg_find_extension(
+      host->extension, SG_EXTENSION_HOST_STORE, offsetof(sg_host_store, get) + sizeof(void*)));
+  return store && store->set && store->get ? store : nullptr;
 }
 
 }  // namespace sexpgpu::sdk
