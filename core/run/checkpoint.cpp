@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "run/crc32.h"
+
 namespace sexpgpu::run {
 
 namespace fs = std::filesystem;
@@ -126,20 +128,33 @@ std::string write_files(const fs::path& tmp, const CheckpointContent& c,
   auto crashed = [&](WriteStage s) { return crash_after && *crash_after == s; };
   const std::string simulated = "simulated crash (tests only)";
   Metadata pt = {{"format", "pt"}};  // what transformers looks for; no time, host or path
-  Result<uint64_t> m = write_safetensors((tmp / kModelFile).string(), c.params, pt);
+  // checksums.json from the bytes in memory, summed while they are written
+  // (compute_checksums, which reads the files back, gives the same).
+  json sums = {{"algorithm", "crc32"}, {"files", json::object()}, {"tensors", json::object()}};
+  auto record = [&](const char* file, uint64_t bytes, const SafetensorsSums& s) {
+    sums["files"][file] = {{"bytes", bytes}, {"crc32", crc32_hex(s.file)}};
+    json per = json::object();
+    for (const auto& [name, crc] : s.tensors) per[name] = crc32_hex(crc);
+    sums["tensors"][file] = per;
+  };
+  SafetensorsSums model_sums, optimizer_sums;
+  Result<uint64_t> m = write_safetensors((tmp / kModelFile).string(), c.params, pt, &model_sums);
   if (!m) return m.error();
+  record(kModelFile, *m, model_sums);
   if (crashed(WriteStage::kModel)) return simulated;
-  Result<uint64_t> o = write_safetensors((tmp / kOptimizerFile).string(), c.optimizer, pt);
+  Result<uint64_t> o =
+      write_safetensors((tmp / kOptimizerFile).string(), c.optimizer, pt, &optimizer_sums);
   if (!o) return o.error();
+  record(kOptimizerFile, *o, optimizer_sums);
   if (crashed(WriteStage::kOptimizer)) return simulated;
   json state = c.state.is_null() ? json::object() : c.state;
   state["step"] = c.step;
-  if (std::string e = write_synced(tmp / kStateFile, state.dump(2) + "\n"); !e.empty()) return e;
+  const std::string state_text = state.dump(2) + "\n";
+  if (std::string e = write_synced(tmp / kStateFile, state_text); !e.empty()) return e;
+  sums["files"][kStateFile] = {{"bytes", state_text.size()},
+                               {"crc32", crc32_hex(std::as_bytes(std::span(state_text)))}};
   if (crashed(WriteStage::kState)) return simulated;
-  Result<json> sums = compute_checksums(tmp.string());
-  if (!sums) return sums.error();
-  if (std::string e = write_synced(tmp / kChecksumsFile, sums->dump(2) + "\n"); !e.empty())
-    return e;
+  if (std::string e = write_synced(tmp / kChecksumsFile, sums.dump(2) + "\n"); !e.empty()) return e;
   if (crashed(WriteStage::kChecksums)) return simulated;
   return fsync_dir(tmp);
 }

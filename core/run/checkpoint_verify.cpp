@@ -1,11 +1,11 @@
 // Checksums and verification of checkpoint directories (see checkpoint.h).
-#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "run/checkpoint.h"
+#include "run/crc32.h"
 
 namespace sexpgpu::run {
 
@@ -110,11 +110,7 @@ void check_file(const fs::path& dir, const std::string& file, const json& sums,
 }  // namespace
 
 std::string crc32_hex(std::span<const std::byte> bytes) {
-  uLong crc = ::crc32_z(0L, Z_NULL, 0);
-  crc = ::crc32_z(crc, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size());
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08lx", static_cast<unsigned long>(crc));
-  return buf;
+  return crc32_hex(crc32_of_ranges(std::span(&bytes, 1))[0]);
 }
 
 ir::Result<json> compute_checksums(const std::string& dir) {
@@ -123,9 +119,14 @@ ir::Result<json> compute_checksums(const std::string& dir) {
     ir::Result<std::shared_ptr<const SafetensorsFile>> f =
         SafetensorsFile::open((fs::path(dir) / file).string());
     if (!f) return ir::Result<json>::failure(f.error());
-    out["files"][file] = file_entry((*f)->bytes());
+    // The file and each tensor, summed together on the cores.
+    std::vector<std::span<const std::byte>> ranges{(*f)->bytes()};
+    for (const TensorEntry& t : (*f)->tensors()) ranges.push_back(t.data);
+    std::vector<uint32_t> crcs = crc32_of_ranges(ranges);
+    out["files"][file] = {{"bytes", ranges[0].size()}, {"crc32", crc32_hex(crcs[0])}};
     json per = json::object();
-    for (const TensorEntry& t : (*f)->tensors()) per[t.name] = crc32_hex(t.data);
+    for (size_t k = 0; k < (*f)->tensors().size(); ++k)
+      per[(*f)->tensors()[k].name] = crc32_hex(crcs[k + 1]);
     out["tensors"][file] = per;
   }
   bool ok = false;

@@ -11,6 +11,9 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
+
+#include "run/crc32.h"
 
 namespace sexpgpu::run {
 
@@ -211,17 +214,23 @@ Result<std::vector<std::byte>> serialize_safetensors(std::vector<TensorView> ten
 }
 
 Result<uint64_t> write_safetensors(const std::string& path, std::vector<TensorView> tensors,
-                                   const Metadata& metadata) {
+                                   const Metadata& metadata, SafetensorsSums* sums) {
   sort_by_name(tensors);
   Result<std::vector<std::byte>> head = header_bytes(tensors, metadata);
   if (!head) return Result<uint64_t>::failure(path + ": " + head.error());
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Result<uint64_t>::failure(path + ": cannot create: " + std::strerror(errno));
-  uint64_t total = head->size();
-  bool ok = write_all(fd, head->data(), head->size());
-  for (size_t i = 0; ok && i < tensors.size(); ++i) {
-    ok = write_all(fd, tensors[i].data.data(), tensors[i].data.size());
-    total += tensors[i].data.size();
+  // The file in order, header first: what the CRCs run over.
+  std::vector<std::span<const std::byte>> ranges{std::span<const std::byte>(*head)};
+  for (const TensorView& t : tensors) ranges.push_back(t.data);
+  std::vector<uint32_t> crcs;
+  std::thread summing;
+  if (sums) summing = std::thread([&] { crcs = crc32_of_ranges(ranges); });
+  uint64_t total = 0;
+  bool ok = true;
+  for (size_t i = 0; ok && i < ranges.size(); ++i) {
+    ok = write_all(fd, ranges[i].data(), ranges[i].size());
+    total += ranges[i].size();
   }
   ok = ok && ::fsync(fd) == 0;
   int err = errno;
@@ -229,7 +238,16 @@ Result<uint64_t> write_safetensors(const std::string& path, std::vector<TensorVi
     ok = false;
     err = errno;
   }
+  if (summing.joinable()) summing.join();
   if (!ok) return Result<uint64_t>::failure(path + ": cannot write: " + std::strerror(err));
+  if (sums) {
+    sums->file = crcs[0];
+    sums->tensors.clear();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      sums->file = crc32_concat(sums->file, crcs[i + 1], tensors[i].data.size());
+      sums->tensors[tensors[i].name] = crcs[i + 1];
+    }
+  }
   return total;
 }
 

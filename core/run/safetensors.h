@@ -50,11 +50,20 @@ using Metadata = std::map<std::string, std::string>;
 ir::Result<std::vector<std::byte>> serialize_safetensors(std::vector<TensorView> tensors,
                                                          const Metadata& metadata = {});
 
+// What a write summed on the way (checksums.json's entries for the file):
+// the whole file's CRC-32 and each tensor's, by name.
+struct SafetensorsSums {
+  uint32_t file = 0;
+  std::map<std::string, uint32_t> tensors;
+};
+
 // Writes the file at path (streaming the tensors, so no second copy of them
 // is made), then fsyncs it. Not atomic by itself: callers write to a
-// temporary name and rename.
+// temporary name and rename. With `sums`, the CRCs are computed from the
+// tensors in memory on other threads while the file is written.
 ir::Result<uint64_t> write_safetensors(const std::string& path, std::vector<TensorView> tensors,
-                                       const Metadata& metadata = {});
+                                       const Metadata& metadata = {},
+                                       SafetensorsSums* sums = nullptr);
 
 // One tensor of a file that was read: data points into the file's map.
 struct TensorEntry {

@@ -111,7 +111,6 @@ class Trainer {
   // `latest` finds none), its checksums, and whether this run may continue it.
   Status check_resume(std::string& checkpoint_dir);
   Status resume(const std::string& checkpoint_dir);
-  Status download(const Buffer& b, std::vector<std::byte>& out);
 
   // Several processes (trainer_world.cpp; docs/run.md, "Several GPUs and
   // nodes"). Rank 0 alone writes the run directory; every rank runs every

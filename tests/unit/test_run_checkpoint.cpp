@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "run/checkpoint.h"
+#include "run/crc32.h"
 #include "test_run_util.h"
 
 using namespace sexpgpu;
@@ -120,6 +121,10 @@ TEST_CASE("a written checkpoint: files, latest, load", "[run][checkpoint]") {
   CHECK(c->checksums["files"]["model.safetensors"]["crc32"] == crc32_hex(c->model->bytes()));
   CHECK(c->checksums["tensors"]["optimizer.safetensors"]["fc/b/m"] == crc32_hex(bytes_of(f.b_m)));
   CHECK(verify_checkpoint(w.path).empty());
+  // Summed in memory while written, read back from the disk: the same.
+  auto read_back = compute_checksums(w.path);
+  REQUIRE(read_back.ok());
+  CHECK(*read_back == c->checksums);
 
   // The same parameters give the same model bytes, wherever they are written.
   TempDir other;
@@ -295,4 +300,31 @@ TEST_CASE("write_checkpoint refuses bad content", "[run][checkpoint]") {
   auto r = write_checkpoint((tmp / "ck").string(), c);
   CHECK(r.error().ends_with("model.safetensors: two tensors are named 'fc/w'"));
   CHECK(steps_of(tmp / "ck").empty());
+}
+
+TEST_CASE("crc32_of_ranges: pieces on several threads put together as one pass",
+          "[run][checkpoint]") {
+  std::vector<std::byte> data(100003);
+  uint32_t x = 12345;
+  for (std::byte& b : data) b = std::byte((x = x * 1103515245u + 12345u) >> 24);
+  std::span<const std::byte> all(data);
+  std::vector<std::span<const std::byte>> ranges{all.subspan(0, 7), all.subspan(7, 0),
+                                                 all.subspan(7, 65536), all.subspan(65543)};
+  std::vector<std::string> one_pass;
+  for (auto r : ranges) one_pass.push_back(crc32_hex(r));
+  CHECK(one_pass[1] == "00000000");  // the empty range
+  for (size_t piece : {size_t(1) << 20, size_t(4096), size_t(1000), size_t(1)})
+    for (unsigned threads : {1u, 3u, 0u}) {
+      INFO("piece " << piece << ", threads " << threads);
+      std::vector<uint32_t> got = crc32_of_ranges(ranges, piece, threads);
+      REQUIRE(got.size() == ranges.size());
+      for (size_t k = 0; k < ranges.size(); ++k) CHECK(crc32_hex(got[k]) == one_pass[k]);
+    }
+  // A file's CRC from its parts' CRCs, as a checkpoint's writer makes it.
+  std::vector<uint32_t> parts = crc32_of_ranges(ranges);
+  uint32_t joined = parts[0];
+  for (size_t k = 1; k < ranges.size(); ++k)
+    joined = crc32_concat(joined, parts[k], ranges[k].size());
+  CHECK(crc32_hex(joined) == crc32_hex(all));
+  CHECK(crc32_of_ranges({}).empty());
 }
