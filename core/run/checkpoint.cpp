@@ -142,6 +142,8 @@ std::string write_files(const fs::path& tmp, const CheckpointContent& c,
   if (!m) return m.error();
   record(kModelFile, *m, model_sums);
   if (crashed(WriteStage::kModel)) return simulated;
+  if (c.optimizer_ready)
+    if (std::string e = c.optimizer_ready(); !e.empty()) return e;
   Result<uint64_t> o =
       write_safetensors((tmp / kOptimizerFile).string(), c.optimizer, pt, &optimizer_sums);
   if (!o) return o.error();

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -60,6 +61,11 @@ struct CheckpointContent {
   std::vector<TensorView> params;
   std::vector<TensorView> optimizer;
   nlohmann::json state = nlohmann::json::object();  // "step" is added; if present it must agree
+  // When set, called after the model file is written and before a byte of
+  // `optimizer` is read: the caller may still be filling them (the trainer
+  // downloads the optimizer state while the model file is written). A
+  // message is an error: the write stops there, as a crash would.
+  std::function<std::string()> optimizer_ready;
 };
 
 // The stages of a write, in order, for simulating a crash after one.

@@ -194,6 +194,44 @@ TEST_CASE("a crash at any stage leaves the previous checkpoint", "[run][checkpoi
   }
 }
 
+TEST_CASE("optimizer_ready: the optimizer's bytes may arrive while the model file is written",
+          "[run][checkpoint]") {
+  TempDir tmp;
+  fs::path dir = tmp / "checkpoints";
+  Fixture f(200);
+  CheckpointContent c = f.content(200);
+  // The optimizer's tensors hold garbage until the hook fills them, after
+  // the model file exists (as the trainer's download does).
+  std::vector<float> w_m(6, -7.0f), b_m(2, -7.0f);
+  c.optimizer[0].data = bytes_of(w_m);
+  c.optimizer[1].data = bytes_of(b_m);
+  int calls = 0;
+  c.optimizer_ready = [&] {
+    ++calls;
+    CHECK(fs::exists(dir / ".tmp-step-200" / "model.safetensors"));
+    CHECK_FALSE(fs::exists(dir / ".tmp-step-200" / "optimizer.safetensors"));
+    w_m = f.w_m;
+    b_m = f.b_m;
+    return std::string();
+  };
+  auto r = write_checkpoint(dir.string(), c);
+  INFO(r.error());
+  REQUIRE(r.ok());
+  CHECK(calls == 1);
+  CHECK(verify_checkpoint(r->path).empty());
+  auto loaded = load_checkpoint(r->path);
+  REQUIRE(loaded.ok());
+  CHECK(as_string(loaded->optimizer->find("fc/w/m")->data) == as_string(bytes_of(f.w_m)));
+
+  // A hook that fails stops the write as a crash would: the last good one stays.
+  CheckpointContent failing = f.content(300);
+  failing.optimizer_ready = [] { return std::string("the optimizer state's download failed"); };
+  auto bad = write_checkpoint(dir.string(), failing);
+  CHECK(bad.error() == "the optimizer state's download failed");
+  CHECK(steps_of(dir) == std::vector<int64_t>{200});
+  CHECK(latest_step(dir) == 200);
+}
+
 TEST_CASE("leftovers of a crash are ignored, then removed", "[run][checkpoint]") {
   TempDir tmp;
   fs::path dir = tmp / "checkpoints";
