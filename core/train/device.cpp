@@ -88,7 +88,7 @@ Status Device::download(const Buffer& b, void* data, size_t bytes) {
 
 Status Device::fill(const Buffer& b, std::span<const std::byte> element) {
   if (fill_) return take(fill_->fill(b.handle(), element.data(), element.size(), 0), "fill");
-  if (element.empty() || b.bytes() % element.size() != 0)
+  if (element.size() != ir::size_bytes(b.type().dtype))
     return fail("E-DEVICE", name_ + " device: fill of " + b.type().to_string() + " with " +
                                 std::to_string(element.size()) + " bytes");
   std::vector<std::byte> values(b.bytes());

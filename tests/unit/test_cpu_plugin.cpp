@@ -7,6 +7,7 @@
 #include "host/plugin_host.h"
 #include "ir/json.h"
 #include "test_cpu_util.h"
+#include "train/device.h"
 
 using namespace cpu_test;
 
@@ -194,4 +195,35 @@ TEST_CASE("cpu plugin: sg_device_fill on the table's chain (ABI 1.2)", "[cpu]") 
   CHECK(p.check(fill->fill(none, &half, sizeof half, 0)) == "");
   for (sg_buffer* b : {f, i, none}) REQUIRE(p.check(p.api->free(b)) == "");
   REQUIRE(p.check(p.api->close(dev)) == "");
+}
+
+// train::Device::fill on both paths: the cpu plugin's sg_device_fill, and
+// the upload of the repeated value for a device without it (cpu-v11: the
+// same plugin with its extension chain removed, as an ABI 1.1 device is).
+TEST_CASE("train::Device::fill with and without the plugin's sg_device_fill", "[cpu]") {
+  host::PluginHost plugins{
+      {{SEXPGPU_BUILD_PLUGIN_DIR, "build tree"}, {SEXPGPU_TEST_V11_PLUGIN_DIR, "test plugins"}}};
+  for (const char* name : {"cpu", "cpu-v11"}) {
+    INFO(name);
+    const host::PluginRecord* rec = plugins.find(name);
+    INFO((rec ? rec->reason : std::string("not found")));
+    REQUIRE((rec && rec->loaded));
+    CHECK((host::device_fill_of(plugins.device(name)) != nullptr) == (std::string(name) == "cpu"));
+    auto device = train::Device::open(plugins, name, nlohmann::json{{"threads", 1}});
+    INFO(device.error());
+    REQUIRE(device.ok());
+    auto b = (*device)->alloc(ir::TensorType{DType::F32, ir::Shape{1000}});
+    REQUIRE(b.ok());
+    const float value = -2.5f;
+    REQUIRE((*device)->fill(*b, std::as_bytes(std::span(&value, 1))).ok());
+    std::vector<float> got(1000, 0.0f);
+    REQUIRE((*device)->download(*b, got.data(), got.size() * sizeof(float)).ok());
+    REQUIRE((*device)->synchronize().ok());
+    CHECK(got == std::vector<float>(1000, value));
+    // A value that is not one element of the dtype, on either path.
+    const double wide = 1.0;
+    auto refused = (*device)->fill(*b, std::as_bytes(std::span(&wide, 1)));
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.code() == "E-DEVICE");
+  }
 }
