@@ -342,10 +342,8 @@ sg_error* download(sg_buffer* buffer, void* out_host_data, size_t bytes, uint32_
 // filled part with each copy.
 sg_error* fill(sg_buffer* buffer, const void* value, size_t value_bytes, uint32_t) {
   return firewall([&]() -> sg_error* {
-    if (value_bytes != ir::size_bytes(buffer->type.dtype))
-      return make_error(SG_ERROR_INVALID_ARGUMENT,
-                        "fill with a value of " + std::to_string(value_bytes) +
-                            " bytes of a buffer of " + buffer->type.to_string());
+    if (std::string e = sexpgpu::plan::fill_value_problem(buffer, value_bytes); !e.empty())
+      return make_error(SG_ERROR_INVALID_ARGUMENT, e);
     std::byte* data = buffer->bytes.data();
     const size_t total = buffer->bytes.size();
     if (total == 0) return nullptr;

@@ -475,10 +475,8 @@ sg_error* upload(sg_buffer* buffer, const void* host_data, size_t bytes, uint32_
 // ABI 1.2's sg_device_fill: the kernel `full` lowers to (creation.cu).
 sg_error* fill(sg_buffer* buffer, const void* value, size_t value_bytes, uint32_t) {
   return firewall([&]() -> sg_error* {
-    if (value_bytes != ir::size_bytes(buffer->type.dtype))
-      return make_error(SG_ERROR_INVALID_ARGUMENT,
-                        "fill with a value of " + std::to_string(value_bytes) +
-                            " bytes of a buffer of " + buffer->type.to_string());
+    if (std::string e = sexpgpu::plan::fill_value_problem(buffer, value_bytes); !e.empty())
+      return make_error(SG_ERROR_INVALID_ARGUMENT, e);
     const int64_t n = buffer->type.shape.numel().value_or(0);
     if (n == 0) return nullptr;
     uint64_t bits = 0;

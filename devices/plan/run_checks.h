@@ -1,7 +1,9 @@
 // What every device checks of a `run` call before it touches a buffer
 // (plugin.h, sg_device_api::run): as many inputs and outputs as the function
-// has, none NULL, each of the type the function gives it. Both devices'
-// sg_buffer hold their `ir::TensorType type`, so one template serves both.
+// has, none NULL, each of the type the function gives it; and of a `fill`
+// (sg_device_fill), that the value is one element of the buffer's dtype.
+// Both devices' sg_buffer hold their `ir::TensorType type`, so one template
+// serves both.
 #pragma once
 
 #include <string>
@@ -9,6 +11,14 @@
 #include "ir/graph.h"
 
 namespace sexpgpu::plan {
+
+// "" when a value of `value_bytes` is one element of the buffer's dtype.
+template <class Buffer>
+std::string fill_value_problem(const Buffer* b, size_t value_bytes) {
+  if (value_bytes == ir::size_bytes(b->type.dtype)) return "";
+  return "fill with a value of " + std::to_string(value_bytes) + " bytes of a buffer of " +
+         b->type.to_string();
+}
 
 // "" when the buffers fit `fn`, else the message of the first that does not.
 template <class Buffer>
