@@ -7,7 +7,6 @@
 //            thread while the optimizer state is copied (what the trainer does)
 // Each file is written with write(2) and fsync'd.
 //   nvcc -O2 -o checkpoint_write checkpoint_write.cu && ./checkpoint_write DIR
-#include <cuda_runtime.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -18,22 +17,10 @@
 #include <string>
 #include <thread>
 
-#define CHECK(x)                                          \
-  do {                                                    \
-    cudaError_t e = (x);                                  \
-    if (e != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      std::exit(1);                                       \
-    }                                                     \
-  } while (0)
+#include "probe.h"
 
-using Clock = std::chrono::steady_clock;
 constexpr size_t kPiece = size_t(124) << 20, kModelPieces = 4, kPieces = 12;
 constexpr size_t kTotal = kPiece * kPieces;
-
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 void copy(char* host, const char* dev, size_t from, size_t to, cudaStream_t s) {
   for (size_t k = from; k < to; ++k)
@@ -76,20 +63,20 @@ int main(int argc, char** argv) {
       double copied = 0, written = 0;
       if (way < 2) {
         copy(host, dev, 0, kPieces, stream);
-        copied = since(t);
+        copied = seconds_since(t);
         write_file(model, host, kModelPieces * kPiece);
         write_file(optimizer, host + kModelPieces * kPiece, (kPieces - kModelPieces) * kPiece);
-        written = since(t) - copied;
+        written = seconds_since(t) - copied;
       } else {
         copy(host, dev, 0, kModelPieces, stream);
-        copied = since(t);
+        copied = seconds_since(t);
         std::thread writer([&] { write_file(model, host, kModelPieces * kPiece); });
         copy(host, dev, kModelPieces, kPieces, stream);
         writer.join();
         write_file(optimizer, host + kModelPieces * kPiece, (kPieces - kModelPieces) * kPiece);
-        written = since(t) - copied;
+        written = seconds_since(t) - copied;
       }
-      double all = since(t);
+      double all = seconds_since(t);
       std::free(host);
       const char* name[] = {"old", "thp", "overlap"};
       std::printf("%-8s copy %.3f s, then %.3f s, total %.3f s (%.2f GB/s)\n", name[way], copied,

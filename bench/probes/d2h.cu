@@ -4,7 +4,6 @@
 // touched before, memory registered with cudaHostRegister for the copy, and
 // memory from cudaMallocHost. Prints GB/s for each, to choose the
 // checkpoint's download path.  nvcc -O2 -o d2h d2h.cu && ./d2h
-#include <cuda_runtime.h>
 #include <sys/mman.h>
 
 #include <chrono>
@@ -13,21 +12,9 @@
 #include <cstring>
 #include <vector>
 
-#define CHECK(x)                                          \
-  do {                                                    \
-    cudaError_t e = (x);                                  \
-    if (e != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      std::exit(1);                                       \
-    }                                                     \
-  } while (0)
+#include "probe.h"
 
-using Clock = std::chrono::steady_clock;
 constexpr size_t kPiece = size_t(124) << 20, kPieces = 12, kTotal = kPiece * kPieces;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 void report(const char* what, double s) {
   std::printf("%-44s %7.3f s  %6.2f GB/s\n", what, s, kTotal / s / 1e9);
