@@ -22,12 +22,6 @@
 constexpr size_t kPiece = size_t(124) << 20, kModelPieces = 4, kPieces = 12;
 constexpr size_t kTotal = kPiece * kPieces;
 
-void copy(char* host, const char* dev, size_t from, size_t to, cudaStream_t s) {
-  for (size_t k = from; k < to; ++k)
-    CHECK(cudaMemcpyAsync(host + k * kPiece, dev + k * kPiece, kPiece, cudaMemcpyDeviceToHost, s));
-  CHECK(cudaStreamSynchronize(s));
-}
-
 void write_file(const std::string& path, const char* data, size_t bytes) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) std::exit(2);
@@ -62,16 +56,16 @@ int main(int argc, char** argv) {
       char* host = block(way > 0);
       double copied = 0, written = 0;
       if (way < 2) {
-        copy(host, dev, 0, kPieces, stream);
+        copy_pieces(host, dev, kPiece, 0, kPieces, stream);
         copied = seconds_since(t);
         write_file(model, host, kModelPieces * kPiece);
         write_file(optimizer, host + kModelPieces * kPiece, (kPieces - kModelPieces) * kPiece);
         written = seconds_since(t) - copied;
       } else {
-        copy(host, dev, 0, kModelPieces, stream);
+        copy_pieces(host, dev, kPiece, 0, kModelPieces, stream);
         copied = seconds_since(t);
         std::thread writer([&] { write_file(model, host, kModelPieces * kPiece); });
-        copy(host, dev, kModelPieces, kPieces, stream);
+        copy_pieces(host, dev, kPiece, kModelPieces, kPieces, stream);
         writer.join();
         write_file(optimizer, host + kModelPieces * kPiece, (kPieces - kModelPieces) * kPiece);
         written = seconds_since(t) - copied;

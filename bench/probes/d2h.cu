@@ -31,10 +31,7 @@ int main() {
     {  // fresh pageable memory, as new[] gives it
       auto t = Clock::now();
       char* host = static_cast<char*>(std::malloc(kTotal));
-      for (size_t k = 0; k < kPieces; ++k)
-        CHECK(cudaMemcpyAsync(host + k * kPiece, static_cast<char*>(dev) + k * kPiece, kPiece,
-                              cudaMemcpyDeviceToHost, stream));
-      CHECK(cudaStreamSynchronize(stream));
+      copy_pieces(host, static_cast<const char*>(dev), kPiece, 0, kPieces, stream);
       report("fresh pageable", seconds_since(t));
       t = Clock::now();
       std::free(host);
@@ -46,10 +43,7 @@ int main() {
       if (posix_memalign(&p, size_t(2) << 20, kTotal) != 0) return 1;
       madvise(p, kTotal, MADV_HUGEPAGE);
       char* host = static_cast<char*>(p);
-      for (size_t k = 0; k < kPieces; ++k)
-        CHECK(cudaMemcpyAsync(host + k * kPiece, static_cast<char*>(dev) + k * kPiece, kPiece,
-                              cudaMemcpyDeviceToHost, stream));
-      CHECK(cudaStreamSynchronize(stream));
+      copy_pieces(host, static_cast<const char*>(dev), kPiece, 0, kPieces, stream);
       report("fresh pageable, MADV_HUGEPAGE", seconds_since(t));
       std::free(host);
     }
@@ -57,10 +51,7 @@ int main() {
       char* host = static_cast<char*>(std::malloc(kTotal));
       std::memset(host, 0, kTotal);
       auto t = Clock::now();
-      for (size_t k = 0; k < kPieces; ++k)
-        CHECK(cudaMemcpyAsync(host + k * kPiece, static_cast<char*>(dev) + k * kPiece, kPiece,
-                              cudaMemcpyDeviceToHost, stream));
-      CHECK(cudaStreamSynchronize(stream));
+      copy_pieces(host, static_cast<const char*>(dev), kPiece, 0, kPieces, stream);
       report("touched pageable (copy alone)", seconds_since(t));
       std::free(host);
     }
@@ -69,10 +60,7 @@ int main() {
       char* host = static_cast<char*>(std::malloc(kTotal));
       CHECK(cudaHostRegister(host, kTotal, cudaHostRegisterDefault));
       double reg = seconds_since(t);
-      for (size_t k = 0; k < kPieces; ++k)
-        CHECK(cudaMemcpyAsync(host + k * kPiece, static_cast<char*>(dev) + k * kPiece, kPiece,
-                              cudaMemcpyDeviceToHost, stream));
-      CHECK(cudaStreamSynchronize(stream));
+      copy_pieces(host, static_cast<const char*>(dev), kPiece, 0, kPieces, stream);
       CHECK(cudaHostUnregister(host));
       report("fresh, cudaHostRegister + copy + unregister", seconds_since(t));
       std::printf("%-44s %7.3f s\n", "  of which the register", reg);
@@ -111,10 +99,7 @@ int main() {
       char* host = nullptr;
       CHECK(cudaMallocHost(&host, kTotal));
       double alloc = seconds_since(t);
-      for (size_t k = 0; k < kPieces; ++k)
-        CHECK(cudaMemcpyAsync(host + k * kPiece, static_cast<char*>(dev) + k * kPiece, kPiece,
-                              cudaMemcpyDeviceToHost, stream));
-      CHECK(cudaStreamSynchronize(stream));
+      copy_pieces(host, static_cast<const char*>(dev), kPiece, 0, kPieces, stream);
       report("cudaMallocHost + copy", seconds_since(t));
       std::printf("%-44s %7.3f s\n", "  of which the cudaMallocHost", alloc);
       t = Clock::now();

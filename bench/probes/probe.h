@@ -22,3 +22,11 @@ using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+
+// Pieces [from, to) of `piece` bytes each, device to host, then a synchronise.
+inline void copy_pieces(char* host, const char* dev, size_t piece, size_t from, size_t to,
+                        cudaStream_t s) {
+  for (size_t k = from; k < to; ++k)
+    CHECK(cudaMemcpyAsync(host + k * piece, dev + k * piece, piece, cudaMemcpyDeviceToHost, s));
+  CHECK(cudaStreamSynchronize(s));
+}
