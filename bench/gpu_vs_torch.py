@@ -33,6 +33,10 @@ Every child gets NCCL_NVLS_ENABLE=0 and this process's environment
 end of its standard error and the others still run; the exit status is 0
 only when every side ran (whether the bars are met is printed, not exited).
 A line `RESULT {json}` carries every number, before the tables.
+
+--also-ours NAME=VALUE runs our side once more with that environment
+variable set (SEXPGPU_FUSE_CLASSIFIER=0, say): a before and after of one
+switch in the same call, a row "sexpgpu NAME=VALUE" of the tables.
 """
 import argparse
 import json
@@ -51,7 +55,6 @@ from nanogpt_torch import GPT2_SIZES, GPT2_TINY, PEAK_BF16_FLOPS, gpt2_flops_per
 GPT2_KNOBS = {"depth": "depth", "width": "width", "heads": "heads", "seq": "seq-len",
               "vocab": "vocab", "batch": "batch"}
 BARS = [("gpt2", "compile", 1.0), ("mlp", "eager", 3.0)]
-SIDES = ["ours", "eager", "compile"]
 
 
 class Budget:
@@ -82,13 +85,13 @@ def stream_lines(pipe, sink):
         sink.append((time.perf_counter(), line))
 
 
-def run_ours(cmd, timeout):
+def run_ours(cmd, timeout, env=None):
     """Runs cmd; (exit status or None when it ran out of time, [(arrival s, event)], stderr)."""
     lines = []
     with tempfile.TemporaryFile(mode="w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                env=child_env())
+                                env=dict(child_env(), **(env or {})))
         reader = threading.Thread(target=stream_lines, args=(proc.stdout, lines))
         reader.start()
         try:
@@ -136,14 +139,14 @@ def summarise_ours(events, warmup):
     return out
 
 
-def ours(binary, file, extra, steps, warmup, device, budget, tmp, label):
+def ours(binary, file, extra, steps, warmup, device, budget, tmp, label, env=None):
     cmd = [binary, "run", file, "--device", device, "--steps", str(steps), "--json", "--quiet",
            "--out", os.path.join(tmp, label), "--fresh"] + extra
-    print("$ " + " ".join(cmd), flush=True)
+    print("$ " + "".join(f"{k}={v} " for k, v in (env or {}).items()) + " ".join(cmd), flush=True)
     timeout = budget.next_timeout()
     if timeout <= 0:
         return failure("not run: the time budget is spent")
-    rc, events, stderr = run_ours(cmd, timeout)
+    rc, events, stderr = run_ours(cmd, timeout, env)
     if rc is None:
         return failure(f"ran out of time ({timeout:.0f} s)", stderr)
     if rc != 0:
@@ -187,15 +190,21 @@ def gpt2(args, budget, tmp):
     flags = [f for name, value in sizes.items() for f in ("--" + name, str(value))]
     flags += ["--steps", str(args.gpt2_steps), "--warmup", str(args.gpt2_warmup),
               "--device", args.device]
+    for spec in args.also_ours:
+        name, value = spec.split("=", 1)
+        results["ours " + spec] = ours(args.sexpgpu, os.path.join(args.source, "examples",
+                                                                   "gpt2.lisp"),
+                                       sets, args.gpt2_steps, args.gpt2_warmup, args.device,
+                                       budget, tmp, "gpt2-" + name, {name: value})
     for mode in ("eager", "compile"):
         results[mode] = theirs(args.source, "gpt2", mode, flags, budget)
-    ours_side = results["ours"]
-    if ours_side["ok"] and "tokens_per_s" not in ours_side:  # a loader that counts no tokens
-        ours_side["tokens_per_s"] = sizes["batch"] * sizes["seq"] * 1000 / ours_side["step_ms"]
-    if ours_side["ok"] and ours_side.get("params"):
-        flops = gpt2_flops_per_token(ours_side["params"], sizes["depth"], sizes["seq"],
-                                     sizes["width"])
-        ours_side["mfu"] = flops * ours_side["tokens_per_s"] / PEAK_BF16_FLOPS
+    for ours_side in (r for side, r in results.items() if side.startswith("ours")):
+        if ours_side["ok"] and "tokens_per_s" not in ours_side:  # a loader that counts no tokens
+            ours_side["tokens_per_s"] = sizes["batch"] * sizes["seq"] * 1000 / ours_side["step_ms"]
+        if ours_side["ok"] and ours_side.get("params"):
+            flops = gpt2_flops_per_token(ours_side["params"], sizes["depth"], sizes["seq"],
+                                         sizes["width"])
+            ours_side["mfu"] = flops * ours_side["tokens_per_s"] / PEAK_BF16_FLOPS
     counts = {side: r.get("params") for side, r in results.items() if r["ok"]}
     if len(set(counts.values())) > 1:
         print(f"WARNING: the models differ in size: {counts}", flush=True)
@@ -211,6 +220,12 @@ def mlp(args, budget, tmp):
                             args.mlp_steps, args.mlp_warmup, args.device, budget, tmp, "mlp")}
     flags = ["--steps", str(args.mlp_steps), "--warmup", str(args.mlp_warmup),
              "--window", "50", "--device", args.device]
+    for spec in args.also_ours:
+        name, value = spec.split("=", 1)
+        results["ours " + spec] = ours(args.sexpgpu, os.path.join(args.source, "examples",
+                                                                   "mlp.lisp"),
+                                       [], args.mlp_steps, args.mlp_warmup, args.device, budget,
+                                       tmp, "mlp-" + name, {name: value})
     for mode in ("eager", "compile"):
         results[mode] = theirs(args.source, "mlp", mode, flags, budget)
     title = (f"MLP 784-256-10, batch 128, f32 (steps {args.mlp_warmup + 1}..{args.mlp_steps} "
@@ -241,15 +256,16 @@ def times(r):
 
 def print_table(title, unit, results):
     print(f"\n{title}")
-    print(f"  {'side':<15}{unit.replace('_per_', '/'):>14}{'step ms':>11}{'MFU':>8}"
+    w = max([15] + [len(side) + 5 for side in results])  # "ours X" is printed "sexpgpu X"
+    print(f"  {'side':<{w}}{unit.replace('_per_', '/'):>14}{'step ms':>11}{'MFU':>8}"
           f"{'peak GiB':>10}{'first step s':>14}{'final loss':>12}")
-    for side in SIDES:
+    for side in results:
         r = results[side]
-        name = "sexpgpu" if side == "ours" else "torch " + side
+        name = side.replace("ours", "sexpgpu", 1) if side.startswith("ours") else "torch " + side
         if not r["ok"]:
-            print(f"  {name:<15}FAILED: {r['error']}")
+            print(f"  {name:<{w}}FAILED: {r['error']}")
             continue
-        print(f"  {name:<15}{fmt(r.get(unit), '14,.1f')}{fmt(r.get('step_ms'), '11.3f')}"
+        print(f"  {name:<{w}}{fmt(r.get(unit), '14,.1f')}{fmt(r.get('step_ms'), '11.3f')}"
               f"{fmt(r.get('mfu'), '8.1%')}{fmt(r.get('peak_memory_bytes'), '10.2f', 2**-30)}"
               f"{fmt(r.get('time_to_first_step_s'), '14.1f')}{fmt(r.get('final_loss'), '12.4f')}")
     print("  ours/eager " + times(ratio(results, unit, "eager")) + "   ours/compile " +
@@ -257,8 +273,7 @@ def print_table(title, unit, results):
 
 
 def print_failures(workload, results):
-    for side in SIDES:
-        r = results[side]
+    for side, r in results.items():
         if not r["ok"] and r["stderr_tail"]:
             print(f"\n---- {workload} {side}: {r['error']}; the end of its standard error:")
             print(r["stderr_tail"].rstrip())
@@ -291,7 +306,12 @@ def parse_args():
     ap.add_argument("--only", nargs="+", choices=["gpt2", "mlp"], default=["gpt2", "mlp"])
     ap.add_argument("--device", default="cuda", help="cpu: a check of this script, not a result")
     ap.add_argument("--tiny", action="store_true", help="gpt2.lisp's small-test sizes")
+    ap.add_argument("--also-ours", action="append", default=[], metavar="NAME=VALUE",
+                    help="our side once more with this environment variable set")
     args = ap.parse_args()
+    for spec in args.also_ours:
+        if "=" not in spec or not spec.split("=", 1)[0]:
+            ap.error(f"--also-ours {spec}: write NAME=VALUE")
     if args.mlp_warmup % 50:
         ap.error("--mlp-warmup must be a multiple of 50 (ours reports every 50 steps)")
     args.sexpgpu = os.path.abspath(args.sexpgpu)

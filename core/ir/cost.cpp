@@ -93,6 +93,12 @@ double node_flops(const Function& fn, const Node& n) {
     case Rule::AxisSameFloat:
     case Rule::CrossEntropy: return 5 * input_numel(fn, n, 0);
     case Rule::CrossEntropyGrad: return 6 * input_numel(fn, n, 0);
+    case Rule::LinearCrossEntropy: {  // three products of [rows, C] and [C, V], the loss and its
+                                      // gradient
+      const Shape& w = fn.type(n.inputs[1]).shape;
+      double logits = input_numel(fn, n, 0) / double(std::max<int64_t>(w[0], 1)) * double(w[1]);
+      return 6 * logits * double(w[0]) + 11 * logits;
+    }
     case Rule::LayerNormGrad: return 10 * input_numel(fn, n, 0);
     case Rule::LayerNormParamGrad: return 8 * input_numel(fn, n, 0);
     case Rule::Norm: return (n.op == Op::LayerNorm ? 7 : 4) * input_numel(fn, n, 0);

@@ -60,6 +60,7 @@ constexpr bool is_elementwise(Op op) {
     case Rule::Attention:
     case Rule::AttentionGrad:
     case Rule::CrossEntropyGrad:
+    case Rule::LinearCrossEntropy:
     case Rule::LayerNormGrad:
     case Rule::LayerNormParamGrad:
     case Rule::Conv2d:

@@ -55,6 +55,7 @@ enum class Rule : uint8_t {
   Attention,           // (q, k, v [, mask]) of [B,H,T,D]
   AttentionGrad,       // (q, k, v, o, g [, bool mask]) -> [B,H,Tq+2Tk,D]: dq, dk, dv
   CrossEntropyGrad,    // (logits, integer targets, g) -> logits' type
+  LinearCrossEntropy,  // (x [..., C], w [C, V], integer targets [...], g []) -> packed loss, dx, dw
   LayerNormGrad,       // (x, weight, g) -> x's type: d layer_norm / d x
   LayerNormParamGrad,  // (x, g) -> [2, last]: d layer_norm / d weight, d bias
   Conv2d,              // (x NCHW, w OIHW) with stride, padding, dilation, groups

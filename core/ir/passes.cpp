@@ -5,11 +5,14 @@
 #include "ir/passes.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <queue>
+#include <string_view>
 #include <utility>
 
 #include "ir/elementwise.h"
+#include "ir/passes/fuse_classifier.h"
 #include "ir/passes_impl.h"
 #include "ir/verify.h"
 
@@ -147,19 +150,43 @@ void fuse_elementwise(Function& fn) {
     if (group[i] >= 0) fn.nodes[i].fusion_group = renumber[size_t(group[i])];
 }
 
-std::string optimize(const Module& module, Function& fn) {
+// The fused classifier (passes/fuse_classifier.h), then the folding of the
+// scalars it made. SEXPGPU_FUSE_CLASSIFIER=0 leaves the classifier as
+// staged, to measure one against the other (docs/devices.md).
+namespace {
+
+void fuse_classifiers(Function& fn) {
+  if (fuse_classifier(fn) == 0) return;
+  fold_constants(fn);
+  eliminate_dead_code(fn);
+}
+
+std::string run_pipeline(const Module& module, Function& fn, bool classifier) {
   const std::pair<const char*, void (*)(Function&)> pipeline[] = {
       {"fold_constants", fold_constants},
       {"eliminate_common_subexpressions", eliminate_common_subexpressions},
       {"eliminate_dead_code", eliminate_dead_code},
+      {"fuse_classifier", fuse_classifiers},
       {"fuse_elementwise", fuse_elementwise},
   };
   for (const auto& [name, pass] : pipeline) {
+    if (!classifier && pass == fuse_classifiers) continue;
     pass(fn);
     if (std::string problem = verify(module, fn); !problem.empty())
       return std::string("after ") + name + ": " + problem;
   }
   return "";
+}
+
+}  // namespace
+
+std::string optimize(const Module& module, Function& fn) {
+  const char* env = std::getenv("SEXPGPU_FUSE_CLASSIFIER");
+  return run_pipeline(module, fn, !(env && std::string_view(env) == "0"));
+}
+
+std::string optimize_without_classifier(const Module& module, Function& fn) {
+  return run_pipeline(module, fn, false);
 }
 
 }  // namespace sexpgpu::ir

@@ -20,8 +20,12 @@ void fold_constants(Function& fn);
 // the same group) with one fusion_group for devices that fuse.
 void fuse_elementwise(Function& fn);
 
-// The standard pipeline: fold, CSE, DCE, fuse; verifying after each.
+// The standard pipeline: fold, CSE, DCE, the fused classifier
+// (passes/fuse_classifier.h), fuse; verifying after each.
 // Returns the verifier's message if a pass broke the function (a core bug).
 std::string optimize(const Module& module, Function& fn);
+// The same without the fused classifier (what SEXPGPU_FUSE_CLASSIFIER=0
+// gives), for comparing the two.
+std::string optimize_without_classifier(const Module& module, Function& fn);
 
 }  // namespace sexpgpu::ir

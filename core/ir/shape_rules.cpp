@@ -172,6 +172,7 @@ Result<TensorType> infer_type(Op op, std::span<const TensorType> in, const Attrs
     case Rule::Attention: return rules::attention(op, in, attrs);
     case Rule::AttentionGrad: return rules::attention_grad(op, in, attrs);
     case Rule::CrossEntropyGrad: return rules::cross_entropy_grad(op, in, attrs);
+    case Rule::LinearCrossEntropy: return rules::linear_cross_entropy(op, in, attrs);
     case Rule::LayerNormGrad: return rules::layer_norm_grad(op, in, attrs);
     case Rule::LayerNormParamGrad: return rules::layer_norm_param_grad(op, in, attrs);
     case Rule::Conv2d: return rules::conv2d(op, in, attrs);

@@ -53,6 +53,7 @@ R layer_norm_param_grad(Op op, std::span<const TensorType> in, const Attrs& attr
 R attention(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R attention_grad(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R cross_entropy_grad(Op op, std::span<const TensorType> in, const Attrs& attrs);
+R linear_cross_entropy(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R conv2d(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R conv2d_grad(Op op, std::span<const TensorType> in, const Attrs& attrs);
 R pool2d(Op op, std::span<const TensorType> in, const Attrs& attrs);

@@ -116,6 +116,30 @@ R cross_entropy_grad(Op op, std::span<const TensorType> in, const Attrs& attrs) 
   return logits;
 }
 
+// linear_cross_entropy (x, w, targets, g): x [..., C] and w [C, V] of one
+// float dtype, targets as cross_entropy's for logits [..., V], g a scalar
+// of the result's dtype (f32, or x's when wider).
+R linear_cross_entropy(Op op, std::span<const TensorType> in, const Attrs& attrs) {
+  const TensorType &x = in[0], &w = in[1], &g = in[3];
+  if (!is_float(x.dtype) || w.dtype != x.dtype) return fail(op, in, "x and w need one float dtype");
+  if (x.shape.rank() < 1 || w.shape.rank() != 2 || w.shape[0] != x.shape[x.shape.rank() - 1])
+    return fail(op, in, "x [..., C] and w [C, V] do not fit");
+  Shape logits;
+  for (int64_t a = 0; a + 1 < x.shape.rank(); ++a) logits.push_back(x.shape[a]);
+  logits.push_back(w.shape[1]);
+  TensorType z{x.dtype, logits};
+  TensorType ce_in[2] = {z, in[2]};
+  Attrs summed = attrs;
+  summed.reduction = "sum";
+  if (R loss = cross_entropy(op, ce_in, summed); !loss) return loss;
+  DType dtype = x.dtype == DType::F64 ? DType::F64 : DType::F32;
+  if (!(g == TensorType{dtype, Shape{}}))
+    return fail(op, in, "g should be " + TensorType{dtype, Shape{}}.to_string());
+  std::optional<int64_t> xs = x.shape.numel(), ws = w.shape.numel();
+  if (!xs || !ws) return fail(op, in, "x and w need known sizes");
+  return TensorType{dtype, Shape{*xs + *ws + 1}};
+}
+
 R norm(Op op, std::span<const TensorType> in, const Attrs&) {
   const TensorType& x = in[0];
   if (x.shape.rank() < 1) return fail(op, in, "x needs at least one axis to normalise over");

@@ -3,10 +3,13 @@
 // respect to x and to the weight and bias) and rms_norm. Each row is done
 // in one place, numerically stable (the row maximum is subtracted before
 // exp), with sums in f64 and one rounding to the output dtype.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
+#include "gemm.h"
 #include "kernel.h"
 #include "parallel.h"
 #include "storage.h"
@@ -322,6 +325,86 @@ Kernel layer_norm_param_grad_kernel(const KernelRequest& r) {
   return Kernel{std::move(fn), kernel_label(r.op, r.output.dtype)};
 }
 
+// linear_cross_entropy: blocks of rows of at most kClassifierBlockBytes of
+// logits each: z = x w into the block, each row's loss (as cross_entropy's)
+// and its dz = (softmax - one_hot) g in place, then dx = dz w^T for those
+// rows and dw += x^T dz. The losses are added in row order, in f64.
+inline constexpr int64_t kClassifierBlockBytes = int64_t(64) << 20;
+
+template <class T, class I>
+Kernel linear_cross_entropy_kernel(const KernelRequest& r) {
+  const ir::Shape& x = r.inputs[0].shape;
+  const int64_t C = r.inputs[1].shape[0], V = r.inputs[1].shape[1];
+  const int64_t rows = C == 0 ? numel(x) == 0 ? 0 : 1 : numel(x) / C;
+  const int64_t block =
+      std::clamp<int64_t>(kClassifierBlockBytes / std::max<int64_t>(V * int64_t(sizeof(T)), 1), 1,
+                          std::max<int64_t>(rows, 1));
+  std::optional<int64_t> ignore = r.attrs.ignore_index;
+  int threads = r.threads;
+  KernelFn fn = [=](const void* const* in, void* out) -> std::string {
+    const T* xs = static_cast<const T*>(in[0]);
+    const T* w = static_cast<const T*>(in[1]);
+    const I* t = static_cast<const I*>(in[2]);
+    const T g = static_cast<const T*>(in[3])[0];
+    T* o = static_cast<T*>(out);
+    T *dx = o, *dw = o + rows * C;
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t target = int64_t(t[row]);
+      if ((target < 0 || target >= V) && !(ignore && target == *ignore))
+        return "target " + std::to_string(target) + " (row " + std::to_string(row) +
+               ") is out of range for " + std::to_string(V) + " classes";
+    }
+    std::fill(dw, dw + C * V, T(0));
+    std::vector<T> z(size_t(block * V));
+    std::vector<double> losses(size_t(rows), 0.0);
+    for (int64_t r0 = 0; r0 < rows; r0 += block) {
+      const int64_t n = std::min(block, rows - r0);
+      const T* xb = xs + r0 * C;
+      gemm(false, false, n, V, C, T(1), xb, C, w, V, T(0), z.data(), V, threads);
+      parallel_range(n, V * 8, threads, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const int64_t row = r0 + i, target = int64_t(t[row]);
+          const bool ignored = ignore && target == *ignore;
+          T* zr = z.data() + i * V;
+          if (!ignored) {
+            double m = -std::numeric_limits<double>::infinity(), sum = 0;
+            if constexpr (std::is_same_v<T, float>) {
+              m = double(vmath::max_f32(zr, V));
+              sum = vmath::sum_exp_f64(zr, V, float(m));
+            } else {
+              for (int64_t c = 0; c < V; ++c) m = std::fmax(m, double(zr[c]));
+              for (int64_t c = 0; c < V; ++c) sum += std::exp(double(zr[c]) - m);
+            }
+            losses[size_t(row)] = m + std::log(sum) - double(zr[target]);
+          }
+          const T scale = ignored ? T(0) : g;
+          softmax_row<T, false>(zr, zr, V, 1);
+          for (int64_t c = 0; c < V; ++c) zr[c] = (zr[c] - T(c == target ? 1 : 0)) * scale;
+        }
+      });
+      gemm(false, true, n, C, V, T(1), z.data(), V, w, V, T(0), dx + r0 * C, C, threads);
+      gemm(true, false, C, V, n, T(1), xb, C, z.data(), V, T(1), dw, V, threads);
+    }
+    double total = 0;
+    for (double l : losses) total += l;
+    o[rows * C + C * V] = T(total);
+    return {};
+  };
+  return Kernel{std::move(fn),
+                kernel_label(r.op, r.output.dtype) + " block=" + std::to_string(block)};
+}
+
+template <class T>
+KernelResult linear_cross_entropy_for(const KernelRequest& r) {
+  switch (r.inputs[2].dtype) {
+    case ir::DType::I32: return linear_cross_entropy_kernel<T, int32_t>(r);
+    case ir::DType::I64: return linear_cross_entropy_kernel<T, int64_t>(r);
+    case ir::DType::U8: return linear_cross_entropy_kernel<T, uint8_t>(r);
+    case ir::DType::U16: return linear_cross_entropy_kernel<T, uint16_t>(r);
+    default: return no_kernel(r, "the targets need an integer dtype");
+  }
+}
+
 template <class T>
 KernelResult nn_for(const KernelRequest& r) {
   switch (r.op) {
@@ -333,12 +416,15 @@ KernelResult nn_for(const KernelRequest& r) {
     case Op::LayerNormParamGrad: return layer_norm_param_grad_kernel<T>(r);
     case Op::CrossEntropy: return by_targets<T, CrossEntropy>(r);
     case Op::CrossEntropyGrad: return by_targets<T, CrossEntropyGrad>(r);
+    case Op::LinearCrossEntropy: return linear_cross_entropy_for<T>(r);
     default: return no_kernel(r, "not a fused neural op");
   }
 }
 
-bool is_cross_entropy(Op op) {
-  return op == Op::CrossEntropy || op == Op::CrossEntropyGrad;
+// The operand that holds a cross-entropy's integer targets, or -1.
+int targets_operand(Op op) {
+  if (op == Op::CrossEntropy || op == Op::CrossEntropyGrad) return 1;
+  return op == Op::LinearCrossEntropy ? 2 : -1;
 }
 
 }  // namespace
@@ -348,7 +434,7 @@ KernelResult make_nn_kernel(const KernelRequest& r) {
   if (d != ir::DType::F32 && d != ir::DType::F64)
     return no_kernel(r, "operands must be lowered to f32 or f64 first");
   for (size_t i = 0; i < r.inputs.size(); ++i)
-    if (!(is_cross_entropy(r.op) && i == 1) && r.inputs[i].dtype != d)
+    if (int(i) != targets_operand(r.op) && r.inputs[i].dtype != d)
       return no_kernel(r, "operands must be lowered to the compute dtype first");
   if (d == ir::DType::F64) return nn_for<double>(r);
   return nn_for<float>(r);

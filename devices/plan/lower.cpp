@@ -63,6 +63,8 @@ std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& 
     }
     case Rule::AttentionGrad: return ComputeSpec{out, {0, 1, 2, 3, 4}};  // the mask is bool
     case Rule::CrossEntropyGrad: return ComputeSpec{out, {0, 2}};        // not the targets
+    // Its products in x's dtype, as matmul's; g and the result stay f32.
+    case Rule::LinearCrossEntropy: return ComputeSpec{in(0), {0, 1}, false};
     case Rule::Where:
     case Rule::Cast:
     case Rule::FromAttrs:
@@ -83,7 +85,8 @@ std::optional<ComputeSpec> compute_spec(const ir::Function& fn, const ir::Node& 
 // The dtype a kernel really computes C in.
 DType widened(DType c, Op op, const LowerOptions& options) {
   bool half = c == DType::BF16 || c == DType::F16;
-  if (half && op == Op::MatMul && options.native_half_matmul) return c;
+  bool product = op == Op::MatMul || op == Op::LinearCrossEntropy;
+  if (half && product && options.native_half_matmul) return c;
   bool attention = op == Op::Attention || op == Op::AttentionGrad;
   if (half && attention && options.native_half_attention) return c;
   if (half) return DType::F32;

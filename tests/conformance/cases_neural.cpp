@@ -129,6 +129,27 @@ Case cross_entropy_grad(std::string label, Shape logits, std::string reduction,
           }};
 }
 
+// linear_cross_entropy of x [rows..., C] and w [C, V] with i64 targets and
+// g drawn (f32, f64 for f64 operands); with has_ignore, ignore_index is -1
+// and the rows in `ignored` have that target. Each output sums C or V
+// products and a row of V exponentials.
+Case linear_cross_entropy(std::string label, Shape x, int64_t classes,
+                          std::vector<size_t> ignored = {}, bool has_ignore = false) {
+  int64_t C = x[x.rank() - 1];
+  return {label, Op::LinearCrossEntropy, double(C + classes), [=](CaseBuilder& c) {
+            Attrs a;
+            if (has_ignore) a.ignore_index = -1;
+            Shape rows(Dims(x.begin(), x.end() - 1));
+            Values t(static_cast<size_t>(*rows.numel()));
+            for (double& v : t) v = double(c.integer(0, classes - 1));
+            for (size_t row : ignored) t[row] = -1;
+            DType gd = c.dt() == DType::F64 ? DType::F64 : DType::F32;
+            NodeId g = c.input(gd, Shape{}, Draw::NonZero);
+            return c.op(Op::LinearCrossEntropy,
+                        {c.input(x), c.input({C, classes}), c.input(DType::I64, rows, t), g}, a);
+          }};
+}
+
 // layer_norm_grad of x with a positive weight and g drawn, eps 1e-5; each
 // output sums the row's terms (its two means).
 Case layer_norm_grad(std::string label, Shape x) {
@@ -241,6 +262,10 @@ std::vector<Case> neural_cases(Op op) {
           cross_entropy_grad("mean, every row ignored", {3, 5}, "mean", {0, 1, 2}, true),
           cross_entropy_grad("mean, 300 classes", {6, 300}, "mean", {4}, true),
           cross_entropy_grad("none, 1500 classes: more than a warp", {3, 1500}, "none", {1}, true)};
+    case Op::LinearCrossEntropy:
+      return {linear_cross_entropy("2-D", {6, 4}, 7),
+              linear_cross_entropy("3-D, rows 1 and 4 ignored", {2, 3, 5}, 9, {1, 4}, true),
+              linear_cross_entropy("300 classes", {5, 8}, 300)};
     case Op::LayerNorm:
       return {{"", op, 5, [](CaseBuilder& c) {
                  NodeId x = c.input({3, 5}), w = c.input({5}, Draw::Positive);

@@ -136,6 +136,8 @@ KernelResult make_attention_kernel(const KernelRequest& request);    // kernels_
 KernelResult make_conv_kernel(const KernelRequest& request);         // kernels_conv.cpp
 KernelResult make_pool_kernel(const KernelRequest& request);         // kernels_pool.cpp
 KernelResult make_collective_kernel(const KernelRequest& request);   // kernels_collective.cpp
+// linear_cross_entropy, composed of the matmul and nn kernels (kernels_classifier.cpp).
+KernelResult make_linear_cross_entropy_kernel(const KernelRequest& request);
 
 // A device-to-device copy of `bytes` (an output that is an input, a
 // reshape that must materialise).

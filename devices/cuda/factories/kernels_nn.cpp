@@ -314,6 +314,7 @@ KernelResult make_nn_kernel(const KernelRequest& r) {
     case Op::LogSoftmax: return softmax_kernel(r);
     case Op::CrossEntropy: return cross_entropy_kernel(r);
     case Op::CrossEntropyGrad: return cross_entropy_grad_kernel(r);
+    case Op::LinearCrossEntropy: return make_linear_cross_entropy_kernel(r);
     case Op::LayerNorm:
     case Op::RmsNorm: return norm_kernel(r);
     case Op::LayerNormGrad: return layer_norm_grad_kernel(r);
