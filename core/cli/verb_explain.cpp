@@ -285,6 +285,14 @@ int add_lowering(json& doc, const runfile::CompiledRun& run, const std::string& 
                                      {"memory_plan_bytes", (*program)->plan_bytes()},
                                      {"report", report}});
   }
+  // The device's peak as a run measures it (memory-bytes): every function's
+  // plan at once (each is allocated at compile) and the trainer's buffers.
+  const json& m = doc["memory"];
+  int64_t peak = m["parameters"].get<int64_t>() + m["gradients"].get<int64_t>() +
+                 m["optimizer_state"].get<int64_t>() + m["update_outputs"].get<int64_t>() +
+                 m["batch"].get<int64_t>();
+  for (const json& f : lowering["functions"]) peak += f["memory_plan_bytes"].get<int64_t>();
+  lowering["peak_bytes"] = peak;
   doc["lowering"] = lowering;
   return kOk;
 }
@@ -516,6 +524,9 @@ void print_kernel_table(std::ostream& os, const json& report) {
 
 void print_lowering(std::ostream& os, const json& lowering) {
   os << "\nlowering on " << lowering["device"].get<std::string>() << ":\n";
+  os << "  peak " << bytes_text(lowering["peak_bytes"])
+     << ": the functions' memory plans, parameters, gradients, optimizer state, update outputs "
+        "and the batch\n";
   for (const auto& f : lowering["functions"]) {
     os << "  " << f["function"].get<std::string>() << ": memory plan "
        << bytes_text(f["memory_plan_bytes"]) << "\n";
