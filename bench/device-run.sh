@@ -81,6 +81,10 @@ if has test; then
   "$BUILD/tests/conformance/conformance" > "$LOGS/conformance.log" 2>&1
   grep -E "^device|^FAIL" "$LOGS/conformance.log" | head -60
   note "conformance: $(grep -E '^device cuda' "$LOGS/conformance.log")"
+  # The fused classifier in blocks of 64 rows: several blocks and a shorter last one.
+  SEXPGPU_CUDA_CLASSIFIER_BLOCK_BYTES=4096 "$BUILD/tests/conformance/conformance" \
+    linear_cross_entropy > "$LOGS/conformance_blocks.log" 2>&1
+  note "conformance, classifier blocks of 64 rows: $(grep -E '^device cuda|^FAIL' "$LOGS/conformance_blocks.log" | head -5)"
   SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \
     python3 "$SRC/tests/e2e/cuda_parity.py" "$BUILD/core/sexpgpu" "$SRC" > "$LOGS/cuda_e2e.log" 2>&1
   rc=$?

@@ -265,7 +265,10 @@ std::vector<Case> neural_cases(Op op) {
     case Op::LinearCrossEntropy:
       return {linear_cross_entropy("2-D", {6, 4}, 7),
               linear_cross_entropy("3-D, rows 1 and 4 ignored", {2, 3, 5}, 9, {1, 4}, true),
-              linear_cross_entropy("300 classes", {5, 8}, 300)};
+              linear_cross_entropy("300 classes", {5, 8}, 300),
+              // Four blocks of 64 rows, the last of 8, on CUDA with
+              // SEXPGPU_CUDA_CLASSIFIER_BLOCK_BYTES=4096 (bench/device-run.sh test).
+              linear_cross_entropy("200 rows, 300 classes", {200, 8}, 300, {3, 130}, true)};
     case Op::LayerNorm:
       return {{"", op, 5, [](CaseBuilder& c) {
                  NodeId x = c.input({3, 5}), w = c.input({5}, Draw::Positive);
