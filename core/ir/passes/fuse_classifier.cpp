@@ -149,8 +149,9 @@ std::optional<Match> match_at(const Function& fn, const Users& users, NodeId gra
 }
 
 // Moves `moved` (ids in increasing order, each depending only on nodes
-// before `at` or in `moved`) to just before node `at`; renumbers.
-void move_before(Function& fn, NodeId at, const std::vector<NodeId>& moved) {
+// before `at` or in `moved`) to just before node `at`; renumbers. Returns
+// where each node went.
+std::vector<NodeId> move_before(Function& fn, NodeId at, const std::vector<NodeId>& moved) {
   std::vector<bool> is_moved(fn.nodes.size());
   for (NodeId id : moved) is_moved[size_t(id)] = true;
   std::vector<NodeId> order;
@@ -171,6 +172,7 @@ void move_before(Function& fn, NodeId at, const std::vector<NodeId>& moved) {
   fn.nodes = std::move(nodes);
   for (NodeId& id : fn.inputs) id = new_id[size_t(id)];
   for (Output& o : fn.outputs) o.node = new_id[size_t(o.node)];
+  return new_id;
 }
 
 // 1-D elements [start, start + count) of `packed`, as `shape`.
@@ -244,19 +246,7 @@ void rewrite(Function& fn, const Match& m) {
   for (NodeId id = m.loss + 1; id < NodeId(before); ++id)
     if (needed[size_t(id)]) moved.push_back(id);
   for (NodeId id = NodeId(before); id < NodeId(fn.nodes.size()); ++id) moved.push_back(id);
-  // Ids after the move: nodes before the loss keep theirs; the moved come
-  // next; the rest shift up by the number of moved ones below them.
-  std::vector<NodeId> new_id(fn.nodes.size());
-  {
-    std::vector<bool> is_moved(fn.nodes.size());
-    for (NodeId id : moved) is_moved[size_t(id)] = true;
-    NodeId next = 0;
-    for (NodeId id = 0; id < m.loss; ++id) new_id[size_t(id)] = next++;
-    for (NodeId id : moved) new_id[size_t(id)] = next++;
-    for (NodeId id = m.loss; id < NodeId(fn.nodes.size()); ++id)
-      if (!is_moved[size_t(id)]) new_id[size_t(id)] = next++;
-  }
-  move_before(fn, m.loss, moved);
+  const std::vector<NodeId> new_id = move_before(fn, m.loss, moved);
   std::vector<NodeId> replacement = pass_detail::identity_replacement(fn);
   for (size_t i = 0; i < before; ++i)
     if (replacement_of[i] >= 0) replacement[size_t(new_id[i])] = new_id[size_t(replacement_of[i])];
