@@ -70,6 +70,34 @@ Kernel softmax_kernel(const KernelRequest& r) {
                 kernel_label(r.op, r.output.dtype) + (g.inner == 1 ? " rows" : " strided")};
 }
 
+// The first row whose target is outside [0, C) and not ignore_index, said
+// as the run's error; "" when there is none.
+template <class I>
+std::string target_range_error(const I* t, int64_t rows, int64_t C, std::optional<int64_t> ignore) {
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t target = int64_t(t[row]);
+    if ((target < 0 || target >= C) && !(ignore && target == *ignore))
+      return "target " + std::to_string(target) + " (row " + std::to_string(row) +
+             ") is out of range for " + std::to_string(C) + " classes";
+  }
+  return "";
+}
+
+// One row's -log_softmax(x)[target] in f64 (the f32 sums in lanes).
+template <class T>
+double row_cross_entropy(const T* xr, int64_t C, int64_t target) {
+  if constexpr (std::is_same_v<T, float>) {
+    float m = vmath::max_f32(xr, C);
+    return double(m) + std::log(vmath::sum_exp_f64(xr, C, m)) - double(xr[target]);
+  } else {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 0; c < C; ++c) m = std::fmax(m, double(xr[c]));
+    double sum = 0;
+    for (int64_t c = 0; c < C; ++c) sum += std::exp(double(xr[c]) - m);
+    return m + std::log(sum) - double(xr[target]);
+  }
+}
+
 template <class T, class I>
 Kernel cross_entropy_kernel(const KernelRequest& r) {
   const ir::Shape& logits = r.inputs[0].shape;
@@ -83,31 +111,13 @@ Kernel cross_entropy_kernel(const KernelRequest& r) {
     const I* t = static_cast<const I*>(in[1]);
     T* o = static_cast<T*>(out);
     auto ignored = [&](int64_t row) { return ignore && int64_t(t[row]) == *ignore; };
-    for (int64_t row = 0; row < rows; ++row) {
-      int64_t target = int64_t(t[row]);
-      if ((target < 0 || target >= C) && !ignored(row))
-        return "target " + std::to_string(target) + " (row " + std::to_string(row) +
-               ") is out of range for " + std::to_string(C) + " classes";
-    }
+    if (std::string e = target_range_error(t, rows, C, ignore); !e.empty()) return e;
     // Rows across threads, each row's loss kept, then summed in row order:
     // the same total at any thread count.
     std::vector<double> losses(size_t(rows), 0.0);
     parallel_range(rows, C * 8, threads, [&](int64_t b, int64_t e) {
       for (int64_t row = b; row < e; ++row) {
-        if (ignored(row)) continue;
-        const int64_t target = int64_t(t[row]);
-        const T* xr = x + row * C;
-        if constexpr (std::is_same_v<T, float>) {
-          float m = vmath::max_f32(xr, C);
-          losses[size_t(row)] =
-              double(m) + std::log(vmath::sum_exp_f64(xr, C, m)) - double(xr[target]);
-        } else {
-          double m = -std::numeric_limits<double>::infinity();
-          for (int64_t c = 0; c < C; ++c) m = std::fmax(m, double(xr[c]));
-          double sum = 0;
-          for (int64_t c = 0; c < C; ++c) sum += std::exp(double(xr[c]) - m);
-          losses[size_t(row)] = m + std::log(sum) - double(xr[target]);
-        }
+        if (!ignored(row)) losses[size_t(row)] = row_cross_entropy(x + row * C, C, int64_t(t[row]));
       }
     });
     double total = 0;
@@ -348,12 +358,7 @@ Kernel linear_cross_entropy_kernel(const KernelRequest& r) {
     const T g = static_cast<const T*>(in[3])[0];
     T* o = static_cast<T*>(out);
     T *dx = o, *dw = o + rows * C;
-    for (int64_t row = 0; row < rows; ++row) {
-      const int64_t target = int64_t(t[row]);
-      if ((target < 0 || target >= V) && !(ignore && target == *ignore))
-        return "target " + std::to_string(target) + " (row " + std::to_string(row) +
-               ") is out of range for " + std::to_string(V) + " classes";
-    }
+    if (std::string e = target_range_error(t, rows, V, ignore); !e.empty()) return e;
     std::fill(dw, dw + C * V, T(0));
     std::vector<T> z(size_t(block * V));
     std::vector<double> losses(size_t(rows), 0.0);
@@ -366,17 +371,7 @@ Kernel linear_cross_entropy_kernel(const KernelRequest& r) {
           const int64_t row = r0 + i, target = int64_t(t[row]);
           const bool ignored = ignore && target == *ignore;
           T* zr = z.data() + i * V;
-          if (!ignored) {
-            double m = -std::numeric_limits<double>::infinity(), sum = 0;
-            if constexpr (std::is_same_v<T, float>) {
-              m = double(vmath::max_f32(zr, V));
-              sum = vmath::sum_exp_f64(zr, V, float(m));
-            } else {
-              for (int64_t c = 0; c < V; ++c) m = std::fmax(m, double(zr[c]));
-              for (int64_t c = 0; c < V; ++c) sum += std::exp(double(zr[c]) - m);
-            }
-            losses[size_t(row)] = m + std::log(sum) - double(zr[target]);
-          }
+          if (!ignored) losses[size_t(row)] = row_cross_entropy(zr, V, target);
           const T scale = ignored ? T(0) : g;
           softmax_row<T, false>(zr, zr, V, 1);
           for (int64_t c = 0; c < V; ++c) zr[c] = (zr[c] - T(c == target ? 1 : 0)) * scale;
