@@ -149,6 +149,13 @@ Kernel kernel_of(LaunchFn launch, std::string name);
 // The most blocks a grid-stride kernel launches: eight per multiprocessor.
 int max_blocks(const Context& context);
 
+// Scratch pieces a kernel carves out of its scratch start at multiples of
+// this: what cuBLASLt's algorithms and vector loads may assume of a pointer.
+inline constexpr size_t kPointerAlignment = 256;
+inline size_t pointer_aligned(size_t bytes) {
+  return (bytes + kPointerAlignment - 1) / kPointerAlignment * kPointerAlignment;
+}
+
 // bf16 or f16: the types the tensor cores take and the plan's passes
 // round to.
 inline bool is_half(ir::DType d) {

@@ -212,10 +212,6 @@ KernelResult make_forward_kernel(const KernelRequest& request) {
   return kernel;
 }
 
-size_t aligned(size_t bytes) {
-  return (bytes + 255) / 256 * 256;
-}
-
 // attention_grad of bf16/f16 with a head dimension above the tensor-core
 // kernels': q, k, v, o and g widened to f32 in the scratch, the f32 kernels,
 // the f32 result narrowed into the output. Scratch: the row statistics,
@@ -230,10 +226,10 @@ struct Widening {
     const AttentionParams& a = p32.attention;
     const int64_t bh = a.batch * a.heads;
     const int64_t rows[6] = {a.tq, a.tk, a.tk, a.tq, a.tq, a.tq + 2 * a.tk};
-    offset[0] = aligned(attention_grad_stats_bytes(p32));
+    offset[0] = pointer_aligned(attention_grad_stats_bytes(p32));
     for (size_t i = 0; i < 6; ++i) {
       numel[i] = bh * rows[i] * a.d;
-      offset[i + 1] = offset[i] + aligned(sizeof(float) * size_t(numel[i]));
+      offset[i + 1] = offset[i] + pointer_aligned(sizeof(float) * size_t(numel[i]));
     }
   }
 

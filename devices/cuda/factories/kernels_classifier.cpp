@@ -40,11 +40,6 @@ int64_t block_bytes() {
   long long v = std::strtoll(env, &end, 10);
   return end != env && *end == 0 && v > 0 ? int64_t(v) : kClassifierBlockBytes;
 }
-constexpr size_t kAlign = 256;  // what cuBLASLt's algorithms may assume of a pointer
-
-size_t aligned(size_t bytes) {
-  return (bytes + kAlign - 1) / kAlign * kAlign;
-}
 
 // The kernels of one block size (the last block may be shorter).
 struct BlockKernels {
@@ -127,7 +122,7 @@ std::string launch_plan(const Plan& p, const LaunchArgs& a) {
   void* sub = scratch + p.sub;  // each sub-kernel's scratch, in turn
   void* link = scratch + p.link;
   char* losses = scratch + p.losses;
-  const void* zeros = scratch + p.zeros;
+  char* zeros = scratch + p.zeros;
   char* out = static_cast<char*>(a.output);
   const size_t dx_bytes = size_t(p.rows * p.C) * p.result_bytes;
   const size_t dw_bytes = size_t(p.C * p.V) * p.result_bytes;
@@ -136,7 +131,8 @@ std::string launch_plan(const Plan& p, const LaunchArgs& a) {
   const void* w = a.inputs[1];
   const char* targets = static_cast<const char*>(a.inputs[2]);
   const void* g = a.inputs[3];
-  SG_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(scratch + p.zeros, 0, size_t(p.V) * 4, a.stream));
+  if (p.blocks > 1)  // the bias the addend epilogue of later blocks adds
+    SG_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(zeros, 0, size_t(p.V) * 4, a.stream));
   for (int64_t blk = 0; blk < p.blocks; ++blk) {
     const int64_t r0 = blk * p.block;
     const BlockKernels& k = p.sizes[r0 + p.block <= p.rows ? 0 : 1];
@@ -211,18 +207,18 @@ KernelResult make_linear_cross_entropy_kernel(const KernelRequest& r) {
       sub = std::max(sub, s->scratch_bytes);
     link = std::max(link, k.loss.link_bytes);
   }
-  p.dw_in_place = (size_t(p.rows * p.C) * p.result_bytes) % kAlign == 0;
+  p.dw_in_place = (size_t(p.rows * p.C) * p.result_bytes) % kPointerAlignment == 0;
   size_t at = 0;
   auto place = [&](size_t bytes) {
     size_t offset = at;
-    at += aligned(bytes);
+    at += pointer_aligned(bytes);
     return offset;
   };
   p.logits = place(size_t(block * p.V) * p.element);
   p.sub = place(sub);
   p.link = place(link);
   p.losses = place(size_t(p.blocks) * p.result_bytes);
-  p.zeros = place(size_t(p.V) * 4);
+  if (p.blocks > 1) p.zeros = place(size_t(p.V) * 4);
   if (!p.dw_in_place) p.dw_temp = place(size_t(p.C * p.V) * p.result_bytes);
   p.bytes = at;
   Kernel k;

@@ -263,10 +263,6 @@ struct Bench {
   }
 };
 
-size_t aligned(size_t bytes) {
-  return (bytes + 255) / 256 * 256;
-}
-
 FillDType fill_dtype(DType d) {
   switch (d) {
     case DType::F64: return FillDType::F64;
@@ -279,10 +275,11 @@ FillDType fill_dtype(DType d) {
 bool open_bench(Bench& bench, const Extents& n, DType in, DType out, DType bias_dtype,
                 const Context& ctx) {
   size_t elem = ir::size_bytes(in);
-  size_t a = aligned(size_t(n.a) * elem), b = aligned(size_t(n.b) * elem);
-  size_t c = aligned(size_t(n.c) * ir::size_bytes(out)), w = aligned(ctx.cublas_workspace_bytes);
-  size_t bias = aligned(size_t(n.bias) * ir::size_bytes(bias_dtype));
-  size_t addend = aligned(size_t(n.addend) * 4);
+  size_t a = pointer_aligned(size_t(n.a) * elem), b = pointer_aligned(size_t(n.b) * elem);
+  size_t c = pointer_aligned(size_t(n.c) * ir::size_bytes(out)),
+         w = pointer_aligned(ctx.cublas_workspace_bytes);
+  size_t bias = pointer_aligned(size_t(n.bias) * ir::size_bytes(bias_dtype));
+  size_t addend = pointer_aligned(size_t(n.addend) * 4);
   if (cudaMalloc(&bench.memory, a + b + c + w + bias + addend) != cudaSuccess) return false;
   char* base = static_cast<char*>(bench.memory);
   bench.a = base;
