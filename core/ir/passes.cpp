@@ -47,6 +47,13 @@ void compact(Function& fn, const std::vector<NodeId>& replacement, const std::ve
   for (Output& o : fn.outputs) o.node = new_id[size_t(resolve(replacement, o.node))];
 }
 
+std::vector<std::vector<NodeId>> users_of(const Function& fn) {
+  std::vector<std::vector<NodeId>> users(fn.nodes.size());
+  for (size_t i = 0; i < fn.nodes.size(); ++i)
+    for (NodeId in : fn.nodes[i].inputs) users[size_t(in)].push_back(NodeId(i));
+  return users;
+}
+
 }  // namespace pass_detail
 
 using namespace pass_detail;
@@ -55,14 +62,6 @@ namespace {
 
 void clear_fusion_groups(Function& fn) {
   for (Node& n : fn.nodes) n.fusion_group = -1;
-}
-
-// users[i]: the nodes that read node i (with repeats when read twice).
-std::vector<std::vector<NodeId>> users_of(const Function& fn) {
-  std::vector<std::vector<NodeId>> users(fn.nodes.size());
-  for (size_t i = 0; i < fn.nodes.size(); ++i)
-    for (NodeId in : fn.nodes[i].inputs) users[size_t(in)].push_back(NodeId(i));
-  return users;
 }
 
 }  // namespace

@@ -20,6 +20,9 @@ void compact(Function& fn, const std::vector<NodeId>& replacement, const std::ve
 // replacement[i] == i for every node: the starting point of a pass.
 std::vector<NodeId> identity_replacement(const Function& fn);
 
+// users[i]: the nodes that read node i (with repeats when read twice).
+std::vector<std::vector<NodeId>> users_of(const Function& fn);
+
 // What node i stands for after following its replacement chain.
 NodeId resolve(const std::vector<NodeId>& replacement, NodeId id);
 

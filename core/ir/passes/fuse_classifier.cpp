@@ -16,16 +16,6 @@ namespace {
 
 using Users = std::vector<std::vector<NodeId>>;
 
-Users users_of(const Function& fn) {
-  Users users(fn.nodes.size());
-  for (size_t i = 0; i < fn.nodes.size(); ++i)
-    for (NodeId in : fn.nodes[i].inputs) {
-      std::vector<NodeId>& u = users[size_t(in)];
-      if (u.empty() || u.back() != NodeId(i)) u.push_back(NodeId(i));
-    }
-  return users;
-}
-
 bool is_output(const Function& fn, NodeId id) {
   return std::any_of(fn.outputs.begin(), fn.outputs.end(),
                      [&](const Output& o) { return o.node == id; });
@@ -260,7 +250,7 @@ int fuse_classifier(Function& fn) {
   int fused = 0;
   for (bool again = true; again;) {
     again = false;
-    Users users = users_of(fn);
+    Users users = pass_detail::users_of(fn);
     for (NodeId id = 0; id < NodeId(fn.nodes.size()); ++id)
       if (std::optional<Match> m = match_at(fn, users, id)) {
         rewrite(fn, *m);
