@@ -96,6 +96,7 @@ check device-missing-exit-2 $? "$TMP/err"
 if [ -f "$(dirname "$BIN")/../plugins/libsexpgpu-cuda.so" ]; then
   "$BIN" explain "$SRC/examples/gpt2.lisp" --device cuda --json >"$TMP/out" 2>"$TMP/err"
   check device-cuda-exit-0 $? "$TMP/err"
+  cp "$TMP/out" "$TMP/out.json"
   jq_is device-cuda-report "$TMP/out" \
     '.lowering.functions[0].report | .device == "cuda" and .kernels > 100 and .roofline_us > 0
      and ([.steps[] | select(.kernel | test("^matmul<bf16> cublasLt"))] | length) >= 48
@@ -113,6 +114,14 @@ if [ -f "$(dirname "$BIN")/../plugins/libsexpgpu-cuda.so" ]; then
   "$BIN" explain "$SRC/examples/gpt2.lisp" --set batch=2048 --device cuda >"$TMP/out" 2>"$TMP/err"
   [ $? -eq 3 ] && grep -q "E-MEMORY" "$TMP/err" && grep -q "needs [0-9]* bytes" "$TMP/err"
   check device-cuda-memory-exit-3 $? "$TMP/err"
+  # The fused classifier (devices.md): four blocks of 4,096 rows, and the
+  # peak a run measures, above the train step's plan.
+  jq_is device-cuda-fused-classifier "$TMP/out.json" \
+    '([.lowering.functions[0].report.steps[] | select(.kernel | test("^linear_cross_entropy<bf16> rows=16384 C=768 V=50304 blocks=4x4096"))] | length) == 1
+     and .lowering.peak_bytes > .lowering.functions[0].memory_plan_bytes'
+  SEXPGPU_CUDA_CLASSIFIER_BLOCK_BYTES=0 "$BIN" explain "$SRC/examples/gpt2.lisp" --device cuda >"$TMP/out" 2>"$TMP/err"
+  [ $? -eq 3 ] && grep -q "SEXPGPU_CUDA_CLASSIFIER_BLOCK_BYTES=0: write a byte count" "$TMP/err"
+  check device-cuda-classifier-block-bytes-range $? "$TMP/err"
 fi
 
 # A file with errors: exit 1, the diagnostics on standard error only.

@@ -11,6 +11,7 @@
 // kClassifierBlockBytes: GPT-2's [16384, 50304] bf16 logits (1.5 GiB, and
 // as much again for their gradient) become four blocks of 393 MiB.
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -33,12 +34,16 @@ constexpr int64_t kClassifierBlockBytes = int64_t(512) << 20;
 // SEXPGPU_CUDA_CLASSIFIER_BLOCK_BYTES: another bound for a block's logits,
 // so small classifiers run several blocks too (the conformance suite's run
 // of bench/device-run.sh test; devices.md).
-int64_t block_bytes() {
+ir::Result<int64_t> block_bytes() {
   const char* env = std::getenv("SEXPGPU_CUDA_CLASSIFIER_BLOCK_BYTES");
   if (!env) return kClassifierBlockBytes;
   char* end = nullptr;
+  errno = 0;
   long long v = std::strtoll(env, &end, 10);
-  return end != env && *end == 0 && v > 0 ? int64_t(v) : kClassifierBlockBytes;
+  if (end == env || *end != 0 || errno == ERANGE || v < 1)
+    return ir::Result<int64_t>::failure(std::string("SEXPGPU_CUDA_CLASSIFIER_BLOCK_BYTES=") + env +
+                                        ": write a byte count from 1 to 9223372036854775807");
+  return int64_t(v);
 }
 
 // The kernels of one block size (the last block may be shorter).
@@ -185,7 +190,9 @@ KernelResult make_linear_cross_entropy_kernel(const KernelRequest& r) {
   const int64_t row_bytes = p.V * int64_t(p.element);
   // Blocks only for half operands: cuBLASLt adds dw's earlier blocks only
   // in a half product's epilogue, so f32 and f64 classifiers take one.
-  int64_t block = half ? std::max<int64_t>(block_bytes() / row_bytes, 64) / 64 * 64 : p.rows;
+  ir::Result<int64_t> budget = block_bytes();
+  if (!budget) return no_kernel(r, budget.error());
+  int64_t block = half ? std::max<int64_t>(*budget / row_bytes, 64) / 64 * 64 : p.rows;
   const int64_t count = (p.rows + block - 1) / block;
   block = std::min<int64_t>(p.rows, ((p.rows + count - 1) / count + 63) / 64 * 64);
   p.block = block;
