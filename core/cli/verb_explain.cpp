@@ -270,6 +270,7 @@ int add_lowering(json& doc, const runfile::CompiledRun& run, const std::string& 
   }
   const std::string ir_json = ir::to_json(run.module).dump();
   json lowering = {{"device", spec}, {"functions", json::array()}};
+  int64_t in_place_bytes = 0;  // update outputs the device writes over their inputs
   for (const std::string& fn_name :
        {run.train_fns.front().fn, std::string("accumulate"), std::string("update")}) {
     const ir::Function* fn = run.module.find(fn_name);
@@ -279,6 +280,11 @@ int add_lowering(json& doc, const runfile::CompiledRun& run, const std::string& 
       why = program.error();
       return kRunFailed;
     }
+    if (fn_name == "update") {
+      std::vector<int64_t> over = train::update_in_place(**device, **program);
+      for (size_t j = 0; j < over.size(); ++j)
+        if (over[j] >= 0) in_place_bytes += ir::type_bytes(fn->type(fn->outputs[j].node));
+    }
     json report = json::parse((*program)->report(), nullptr, false);
     if (report.is_discarded()) report = (*program)->report();
     lowering["functions"].push_back({{"function", fn_name},
@@ -286,13 +292,15 @@ int add_lowering(json& doc, const runfile::CompiledRun& run, const std::string& 
                                      {"report", report}});
   }
   // The device's peak as a run measures it (memory-bytes): every function's
-  // plan at once (each is allocated at compile) and the trainer's buffers.
+  // plan at once (each is allocated at compile) and the trainer's buffers,
+  // where the update outputs it writes in place need none of their own.
   const json& m = doc["memory"];
+  int64_t update_outputs = m["update_outputs"].get<int64_t>() - in_place_bytes;
   int64_t peak = m["parameters"].get<int64_t>() + m["gradients"].get<int64_t>() +
-                 m["optimizer_state"].get<int64_t>() + m["update_outputs"].get<int64_t>() +
-                 m["batch"].get<int64_t>();
+                 m["optimizer_state"].get<int64_t>() + update_outputs + m["batch"].get<int64_t>();
   for (const json& f : lowering["functions"]) peak += f["memory_plan_bytes"].get<int64_t>();
   lowering["peak_bytes"] = peak;
+  lowering["update_outputs_bytes"] = update_outputs;
   doc["lowering"] = lowering;
   return kOk;
 }
@@ -527,6 +535,9 @@ void print_lowering(std::ostream& os, const json& lowering) {
   os << "  peak " << bytes_text(lowering["peak_bytes"])
      << ": the functions' memory plans, parameters, gradients, optimizer state, update outputs "
         "and the batch\n";
+  os << "  update outputs " << bytes_text(lowering["update_outputs_bytes"])
+     << ": what the update writes beside its inputs (its scalars; parameters and states not "
+        "updated in place)\n";
   for (const auto& f : lowering["functions"]) {
     os << "  " << f["function"].get<std::string>() << ": memory plan "
        << bytes_text(f["memory_plan_bytes"]) << "\n";

@@ -145,4 +145,15 @@ inline const sg_device_fill* device_fill_of(const sg_device_api* api) noexcept {
   return fill && fill->fill ? fill : nullptr;
 }
 
+// The device table's sg_program_in_place (ABI 1.3) with its function set,
+// or nullptr (train::Device then keeps updates out of place).
+inline const sg_program_in_place* program_in_place_of(const sg_device_api* api) noexcept {
+  constexpr size_t with_extension = offsetof(sg_device_api, extension) + sizeof(void*);
+  if (!api || api->struct_size < with_extension) return nullptr;
+  auto* ext = reinterpret_cast<const sg_program_in_place*>(
+      sg_find_extension(api->extension, SG_EXTENSION_PROGRAM_IN_PLACE,
+                        offsetof(sg_program_in_place, in_place) + sizeof(void*)));
+  return ext && ext->in_place ? ext : nullptr;
+}
+
 }  // namespace sexpgpu::host

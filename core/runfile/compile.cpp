@@ -156,6 +156,31 @@ void warn_unused_param(Interp& in, const std::string& path) {
   in.sink.report(std::move(d));
 }
 
+// The finite guard runs on the device, in the update (stage_update): a
+// step whose loss is not finite must not be applied even when every
+// gradient is, so the smallest gradient takes the loss's value wherever the
+// loss is not finite, and the gradient norm the update checks is then not
+// finite either. That way the loss reaches the guard through the gradients,
+// summed over microbatches and all-reduced over ranks like them, with no
+// transfer to the host before the update runs.
+void poison_smallest_gradient(stage::Stager& st, NodeId loss, std::vector<NodeId>& grads) {
+  ir::Function& fn = st.current();
+  if (grads.empty()) return;
+  size_t smallest = 0;
+  for (size_t i = 1; i < grads.size(); ++i)
+    if (fn.type(grads[i]).shape.numel().value_or(0) <
+        fn.type(grads[smallest]).shape.numel().value_or(0))
+      smallest = i;
+  NodeId& g = grads[smallest];
+  NodeId bad = loss;
+  if (fn.type(g).dtype != fn.type(loss).dtype) {
+    ir::Attrs a;
+    a.dtype = fn.type(g).dtype;
+    bad = st.stage(ir::Op::Cast, {loss}, std::move(a));
+  }
+  g = st.stage(ir::Op::Where, {st.stage(ir::Op::IsFinite, {loss}), g, bad});
+}
+
 void stage_train(Interp& in, Compilation& c, SizedFunction& sf) {
   stage::Stager& st = stage::stager_of(in);
   FunctionGuard guard(st, sf.fn, true, compute_dtype(c.out.run));
@@ -198,6 +223,7 @@ void stage_train(Interp& in, Compilation& c, SizedFunction& sf) {
             "integer, boolean and comparison ops carry no gradient");
   if (sf.fn == "train_step")
     for (size_t i : g.unreached) warn_unused_param(in, *fn.node(params[i]).attrs.name);
+  poison_smallest_gradient(st, loss, g.grads);
   std::vector<std::string> grad_names;
   for (size_t i = 0; i < params.size(); ++i) {
     grad_names.push_back("grad:" + *fn.node(params[i]).attrs.name);
@@ -290,6 +316,13 @@ void stage_update(Interp& in, Compilation& c) {
   }
   NodeId norm = st.stage(ir::Op::Sqrt, {sum_sq});
   fn.outputs.push_back({"grad-norm", norm});
+  // The finite guard (observe.md): a step whose gradient norm is not
+  // finite (nor its loss: poison_smallest_gradient) leaves every parameter
+  // and state as it was, so the update may write them in place.
+  NodeId finite = st.stage(ir::Op::IsFinite, {norm});
+  auto guarded = [&](NodeId updated, NodeId old) {
+    return st.stage(ir::Op::Where, {finite, updated, old});
+  };
   if (c.out.run.clip_norm) {
     // As torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), at most 1.
     NodeId coef =
@@ -326,10 +359,10 @@ void stage_update(Interp& in, Compilation& c) {
         c.out.states.push_back(StateEntry{info.path, s.name, t, s.fill});
       }
       StagedUpdate u = runfile::stage_update(in, *grp.optimizer, it->p, it->g, states);
-      param_outputs.push_back({"param:" + info.path, u.param});
+      param_outputs.push_back({"param:" + info.path, guarded(u.param, it->p)});
       for (size_t k = 0; k < states.size(); ++k)
-        state_outputs.push_back(
-            {"state:" + info.path + "/" + grp.optimizer->states[k].name, u.states[k]});
+        state_outputs.push_back({"state:" + info.path + "/" + grp.optimizer->states[k].name,
+                                 guarded(u.states[k], states[k])});
     }
     c.out.groups.push_back(std::move(ge));
   }

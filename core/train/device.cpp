@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "ir/abi_dtype.h"
@@ -42,6 +43,7 @@ Result<std::unique_ptr<Device>> Device::open(const host::PluginHost& plugins,
   if (!api) return fail("E-DEVICE", "plugin '" + name + "' is not a device");
   std::unique_ptr<Device> d(new Device(name, record->version, api));
   d->fill_ = host::device_fill_of(api);
+  d->in_place_ = host::program_in_place_of(api);
   const char* probe = nullptr;
   size_t probe_len = 0;
   if (Status s = d->take(api->probe(&probe, &probe_len), "probe"); !s) return s.failed();
@@ -125,6 +127,37 @@ Status Device::run(const Program& p, std::span<sg_buffer* const> inputs,
            "run");
   if (!s) return fail(s.code(), s.error() + " (function " + p.function().name + ")");
   return s;
+}
+
+bool Device::writes_in_place(const Program& p, size_t output, size_t input) {
+  uint8_t yes = 0;
+  if (!in_place_) return false;
+  if (sg_error* e = in_place_->in_place(p.handle(), output, input, &yes)) {
+    log::warn("device {}: in_place: {}", name_, host::take_error(api_, e));
+    return false;
+  }
+  return yes != 0;
+}
+
+std::vector<int64_t> update_in_place(Device& device, const Program& update) {
+  const ir::Function& fn = update.function();
+  std::map<std::string, size_t> input_of;  // "param:P" and "state:S" -> input number
+  for (size_t k = 0; k < fn.inputs.size(); ++k) {
+    const ir::Node& n = fn.node(fn.inputs[k]);
+    const std::string& name = n.attrs.name.value_or("");
+    if (n.op == ir::Op::Param)
+      input_of["param:" + name] = k;
+    else if (name.starts_with("state:"))
+      input_of[name] = k;
+  }
+  std::vector<int64_t> over(fn.outputs.size(), -1);
+  for (size_t j = 0; j < fn.outputs.size(); ++j) {
+    auto it = input_of.find(fn.outputs[j].name);
+    if (it == input_of.end() || fn.type(fn.outputs[j].node) != fn.type(fn.inputs[it->second]))
+      continue;
+    if (device.writes_in_place(update, j, it->second)) over[j] = int64_t(it->second);
+  }
+  return over;
 }
 
 nlohmann::json Device::memory_stats() {

@@ -98,6 +98,10 @@ class Device {
   Result<std::unique_ptr<Program>> compile(const std::string& ir_json, const ir::Function& fn);
   Status run(const Program& p, std::span<sg_buffer* const> inputs,
              std::span<sg_buffer* const> outputs);
+  // Whether `run` writes output `output` straight over input `input` when
+  // given one buffer for both (ABI 1.3's sg_program_in_place); false for a
+  // plugin without it, which may stage the output through a temporary.
+  bool writes_in_place(const Program& p, size_t output, size_t input);
   nlohmann::json memory_stats();
   // Every rank's `b` summed (or averaged) into every rank's `b`, on the
   // default stream (the ABI's all_reduce: outside a step's own collectives).
@@ -116,8 +120,14 @@ class Device {
   std::string name_, version_;
   const sg_device_api* api_;
   sg_device* device_ = nullptr;
-  const sg_device_fill* fill_ = nullptr;  // on the table's chain, or none
+  const sg_device_fill* fill_ = nullptr;           // on the table's chain, or none
+  const sg_program_in_place* in_place_ = nullptr;  // likewise
   nlohmann::json probe_;
 };
+
+// Per output of the update, the input it is written over in place (the
+// parameter or state it updates) where the device writes it so, -1
+// elsewhere: the trainer then holds one buffer for both, not two.
+std::vector<int64_t> update_in_place(Device& device, const Program& update);
 
 }  // namespace sexpgpu::train

@@ -302,6 +302,18 @@ Status Trainer::compile() {
   return ok_status();
 }
 
+std::set<std::string> Trainer::updated_in_place() {
+  std::set<std::string> out;
+  auto it = programs_.find("update");
+  if (it == programs_.end()) return out;
+  const ir::Function& fn = it->second.program->function();
+  std::vector<int64_t> over = update_in_place(*device_, *it->second.program);
+  std::set<std::string> diagnosed = updates_diagnosed();
+  for (size_t j = 0; j < over.size(); ++j)
+    if (over[j] >= 0 && !diagnosed.count(fn.outputs[j].name)) out.insert(fn.outputs[j].name);
+  return out;
+}
+
 Status Trainer::allocate() {
   auto alloc = [&](const ir::TensorType& t, Buffer& into) -> Status {
     Result<Buffer> b = device_->alloc(t);
@@ -309,10 +321,12 @@ Status Trainer::allocate() {
     into = std::move(b).value();
     return ok_status();
   };
+  const std::set<std::string> in_place = updated_in_place();
+  log::info("memory: {} of the update's parameters and states written in place", in_place.size());
   for (const spec::ParamEntry& p : run_.params) {
     Slot& s = params_[p.path];
     if (Status f = alloc(p.type, s.current); !f) return f;
-    if (p.trainable)
+    if (p.trainable && !in_place.count("param:" + p.path))
       if (Status f = alloc(p.type, s.spare); !f) return f;
     if (!p.trainable) continue;
     if (Status f = alloc(p.type, grads_[p.path]); !f) return f;
@@ -324,7 +338,8 @@ Status Trainer::allocate() {
   for (const spec::StateEntry& s : run_.states) {
     Slot& slot = states_[s.tensor_name()];
     if (Status f = alloc(s.type, slot.current); !f) return f;
-    if (Status f = alloc(s.type, slot.spare); !f) return f;
+    if (!in_place.count("state:" + s.tensor_name()))
+      if (Status f = alloc(s.type, slot.spare); !f) return f;
   }
   if (Status f = alloc(ir::TensorType{ir::DType::I64, ir::Shape{3}}, rng_); !f) return f;
   // Each program's own buffers: inputs and outputs no table above holds.
@@ -557,9 +572,9 @@ Status Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, boo
     if (s.rfind("grad:", 0) == 0)
       b = &grads_.at(s.substr(5));
     else if (s.rfind("param:", 0) == 0)
-      b = init ? &params_.at(s.substr(6)).current : &params_.at(s.substr(6)).spare;
+      b = &params_.at(s.substr(6)).updated(init);
     else if (s.rfind("state:", 0) == 0)
-      b = &states_.at(s.substr(6)).spare;
+      b = &states_.at(s.substr(6)).updated();
     else if (s.rfind("sum:", 0) == 0)
       b = &acc_.at(s.substr(4)).spare;
     else
@@ -650,11 +665,13 @@ Failed Trainer::no_sized_fn(const std::vector<spec::SizedFunction>& fns, const d
 // ---- the step ----------------------------------------------------------------------------
 
 // One optimizer step: every microbatch's forward and backward, the gradient
-// sum, then the update into the spare buffers, enqueued back to back and
-// waited for once. The spare buffers are swapped in only for a finite step,
-// so running the update before the loss is known costs nothing when it is
-// not finite. `nonfinite` says the step must not be applied and `what`
-// names the value.
+// sum, then the update, enqueued back to back and waited for once. The
+// update itself applies the finite guard (compile.cpp): on a step whose loss
+// or gradient norm is not finite it writes the old values back, so it may
+// write parameters and states in place; those it does not (the device's
+// choice, or a diagnostic reading the old and new values) go to the spare
+// buffers, swapped in only for a finite step. `nonfinite` says the step must
+// not be counted as applied and `what` names the value.
 Status Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
   const int64_t micro = run_.run.microbatches;
   std::vector<PendingScalars> passes(static_cast<size_t>(micro));  // sized once: no deque moves
@@ -984,7 +1001,8 @@ RunOutcome Trainer::run() {
         if (Status e = run_diagnostics(); !e) return finish(RunEnd::Failed, e);
       for (auto& [path, slot] : params_)
         if (slot.spare.handle()) slot.swap();
-      for (auto& [name, slot] : states_) slot.swap();
+      for (auto& [name, slot] : states_)
+        if (slot.spare.handle()) slot.swap();
     }
     double ms = now_ms(t0);
     interval_ms_ += ms;

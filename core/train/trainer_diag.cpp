@@ -67,6 +67,20 @@ std::string core_reducer_list() {
 
 }  // namespace
 
+std::set<std::string> Trainer::updates_diagnosed() const {
+  std::set<std::string> out;
+  if (!run_.diagnostics) return out;
+  const DiagnosticPlan& plan = *run_.diagnostics;
+  for (const std::string& name : selected_names(run_.run, opt_.diags))
+    if (const spec::Diagnostic* d = plan.find(name))
+      for (const spec::DiagFunction& f : d->fns)
+        if (const ir::Function* fn = plan.module.find(f.fn))
+          for (ir::NodeId id : fn->inputs)
+            if (std::string in = fn->node(id).attrs.name.value_or(""); in.starts_with("new:"))
+              out.insert("param:" + in.substr(4));
+  return out;
+}
+
 bool Trainer::diagnostics_due() const {
   if (!run_.diagnostics) return false;
   if (!diag_) return !run_.run.diagnostics_select.empty() || !opt_.diags.empty();
@@ -153,9 +167,9 @@ Status Trainer::run_diag_program(Bound& program, const std::string& train_fn) {
     else if (s.rfind("grad:", 0) == 0)
       b = summed ? &acc_.at(after(5)).current : &grads_.at(after(5));
     else if (s.rfind("new:", 0) == 0)
-      b = &params_.at(after(4)).spare;
+      b = &params_.at(after(4)).spare;  // kept for it (updates_diagnosed)
     else if (s.rfind("state:", 0) == 0)
-      b = &states_.at(after(6)).spare;
+      b = &states_.at(after(6)).updated();
     else if (s.rfind("batch:", 0) == 0)
       b = &programs_.at(train_fn).own.at(s);
     else  // probe:NAME

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,17 @@
 
 namespace sexpgpu::train {
 
-// A double-buffered tensor: `current` is read, `spare` written, then swapped.
+// A double-buffered tensor: `current` is read, `spare` written, then
+// swapped. A parameter or state the device updates in place has no spare:
+// the update writes `current` (the finite guard keeps its value on a step
+// that is not applied).
 struct Slot {
   Buffer current, spare;
   void swap() { std::swap(current, spare); }
+  // Where an update writes: `current` in place (or when initialising).
+  const Buffer& updated(bool initialising = false) const {
+    return initialising || !spare.handle() ? current : spare;
+  }
 };
 
 // A compiled function with the buffers only it uses (its batch inputs and
@@ -62,6 +70,11 @@ class Trainer {
   RunOutcome refuse(const Status& why) const;
   Status compile();
   Status allocate();
+  // The update's outputs (by name) written in place over what they update.
+  std::set<std::string> updated_in_place();
+  // The parameters whose updated value a selected diagnostic reads beside
+  // the old one ("new:PATH", trainer_diag.cpp): those keep a spare.
+  std::set<std::string> updates_diagnosed() const;
   Status initialise();
   Status make_loader(const spec::LoaderDecl& decl, std::optional<data::Loader>& out);
   Status start_loader(std::optional<nlohmann::json> saved);

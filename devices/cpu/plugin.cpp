@@ -28,6 +28,7 @@
 #include "ir/json.h"
 #include "ir/passes/bucket_gradients.h"
 #include "plan/geometry.h"
+#include "plan/in_place.h"
 #include "plan/run_checks.h"
 #include "program.h"
 #include "sexpgpu/sdk/errors.h"
@@ -372,10 +373,12 @@ sg_error* run(sg_program* program, sg_buffer* const* inputs, size_t input_count,
     }
     // The program writes an output as soon as it is computed, while later
     // steps may still read the inputs: an output that is also an input (an
-    // in-place update) is written to a scratch copy and moved in at the end.
+    // in-place update) is written to a scratch copy and moved in at the
+    // end, unless the plan reads every element of it before writing it.
     std::vector<std::pair<size_t, std::vector<std::byte>>> scratch;
     for (size_t j = 0; j < output_count; ++j) {
-      if (read.count(outputs[j])) {
+      if (read.count(outputs[j]) &&
+          !sexpgpu::plan::run_writes_in_place(*program->program, inputs, input_count, outputs, j)) {
         scratch.push_back({j, std::vector<std::byte>(outputs[j]->bytes.size())});
         out.push_back(scratch.back().second.data());
       } else {
@@ -502,7 +505,18 @@ sg_error* broadcast(sg_device* const*, sg_buffer* const* buffers, size_t count, 
   });
 }
 
-constexpr sg_device_fill kFill = sdk::device_fill(fill);
+// ABI 1.3's sg_program_in_place: the plan's answer (plan/in_place.h).
+sg_error* in_place(sg_program* program, size_t output, size_t input, uint8_t* out) {
+  return firewall([&]() -> sg_error* {
+    const ir::Function& fn = program->program->function();
+    *out = output < fn.outputs.size() && input < fn.inputs.size() &&
+           program->program->writes_in_place(output, input);
+    return nullptr;
+  });
+}
+
+constexpr sg_program_in_place kInPlace = sdk::program_in_place(in_place);
+constexpr sg_device_fill kFill = sdk::device_fill(fill, &kInPlace.base);
 constexpr sg_device_api kDeviceApi = sdk::device_table({.probe = probe,
                                                         .open = open_device,
                                                         .close = close_device,

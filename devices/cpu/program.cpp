@@ -20,6 +20,7 @@
 #include "ir/verify.h"
 #include "kernel.h"
 #include "plan/geometry.h"
+#include "plan/in_place.h"
 #include "plan/lower.h"
 #include "plan/memory_plan.h"
 #include "storage.h"
@@ -123,6 +124,9 @@ class CpuProgram final : public Program {
   size_t arena_bytes() const override { return arena_bytes_; }
   std::string report_json() const override { return report_; }
   const ir::Function& function() const override { return fn_; }
+  bool writes_in_place(size_t output, size_t input) const override {
+    return plan::writes_in_place(access_, output, input);
+  }
 
  private:
   std::string plan(const Lowered& lowered, int threads);
@@ -133,6 +137,7 @@ class CpuProgram final : public Program {
   // one); held here so the kernels' raw pointer outlives them.
   std::shared_ptr<Collective> collective_;
   std::vector<Step> steps_;
+  std::vector<plan::StepAccess> access_;  // per step: what it reads and writes of the caller's
   std::vector<std::vector<std::byte>> constants_;
   size_t constant_bytes_ = 0;
   size_t arena_bytes_ = 0;
@@ -263,6 +268,7 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
     if (live[i] && root[i] != i) slot[i] = slot[root[i]];
 
   // Wire the steps to their slots.
+  access_.resize(steps_.size() + output_copies.size());
   for (size_t i = 0; i < count; ++i) {
     const LoweredNode& n = nodes[i];
     bool has_step = live[i] && root[i] == i && n.op != Op::Input && n.op != Op::Param &&
@@ -271,10 +277,22 @@ std::string CpuProgram::plan(const Lowered& lowered, int threads) {
     Step& s = steps_[step_of[i]];
     s.output = slot[i];
     auto fused = fusions.at_last.find(i);
-    for (NodeId in : fused != fusions.at_last.end() ? fused->second.second : n.inputs)
+    plan::StepAccess& a = access_[step_of[i]];
+    a.launch = step_of[i];
+    // The fused kernel takes elementwise ops alone (kernels_fused.cpp).
+    a.elementwise = fused != fusions.at_last.end() || ir::is_elementwise(n.op);
+    if (s.output.kind == Slot::Output) a.writes.push_back({s.output.index, n.type.shape});
+    for (NodeId in : fused != fusions.at_last.end() ? fused->second.second : n.inputs) {
       s.inputs.push_back(slot[size_t(in)]);
+      if (slot[size_t(in)].kind == Slot::Input)
+        a.reads.push_back({slot[size_t(in)].index, nodes[size_t(in)].type.shape});
+    }
   }
   for (auto [id, j] : output_copies) {
+    plan::StepAccess& a = access_[steps_.size()];
+    a.launch = steps_.size();
+    a.writes.push_back({j, nodes[id].type.shape});
+    if (slot[id].kind == Slot::Input) a.reads.push_back({slot[id].index, nodes[id].type.shape});
     Step copy{make_copy_kernel(bytes_of(nodes[id].type)),
               {slot[id]},
               Slot{Slot::Output, j},

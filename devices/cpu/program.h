@@ -44,12 +44,15 @@ class Program {
   virtual ~Program() = default;
 
   // Inputs in Function::inputs order, outputs in Function::outputs order,
-  // each a caller-owned dense array of the declared type. Outputs must not
-  // overlap inputs: each is written as soon as it is computed (the plugin
-  // handles in-place updates with a scratch copy). Run-time errors (an id
-  // out of range in take) come back as the message. Runs of one Program
-  // take turns (they share its arena).
+  // each a caller-owned dense array of the declared type. An output may be
+  // an input's array only where writes_in_place says so: each is written as
+  // soon as it is computed (the plugin stages the others through a scratch
+  // copy). Run-time errors (an id out of range in take) come back as the
+  // message. Runs of one Program take turns (they share its arena).
   virtual std::string run(std::span<const void* const> inputs, std::span<void* const> outputs) = 0;
+  // Whether output `output` may be input `input`'s own array: the plan
+  // reads every element of the input before writing it (plan/in_place.h).
+  virtual bool writes_in_place(size_t output, size_t input) const = 0;
   // The same with host tensors (checks their types; allocates the outputs).
   ir::Result<std::vector<HostTensor>> run(std::span<const HostTensor> inputs);
 

@@ -38,6 +38,7 @@
 #include "ir/abi_dtype.h"
 #include "ir/json.h"
 #include "ir/passes/bucket_gradients.h"
+#include "plan/in_place.h"
 #include "plan/run_checks.h"
 #include "program.h"
 #include "roofline.h"
@@ -528,13 +529,15 @@ sg_error* run(sg_program* program, sg_buffer* const* inputs, size_t input_count,
       in.push_back(inputs[k]->data);
     }
     // An output that is also an input (an in-place update) is written to a
-    // temporary and copied in at the end: later steps may still read it.
+    // temporary and copied in at the end, as later steps may still read it,
+    // unless the plan reads every element of it before writing it.
     std::vector<std::pair<size_t, void*>> temporaries;
     auto free_temporaries = [&] {
       for (auto& [j, p] : temporaries) cudaFreeAsync(p, device->stream);
     };
     for (size_t j = 0; j < output_count; ++j) {
-      if (read.count(outputs[j]) && outputs[j]->bytes > 0) {
+      if (read.count(outputs[j]) && outputs[j]->bytes > 0 &&
+          !sexpgpu::plan::run_writes_in_place(*program->program, inputs, input_count, outputs, j)) {
         void* p = nullptr;
         if (std::string e = cuda::cuda_error(cudaMallocAsync(&p, outputs[j]->bytes, device->stream),
                                              "cudaMallocAsync");
@@ -631,7 +634,18 @@ sg_error* broadcast(sg_device* const* devices, sg_buffer* const* buffers, size_t
   });
 }
 
-constexpr sg_device_fill kFill = sdk::device_fill(fill);
+// ABI 1.3's sg_program_in_place: the plan's answer (plan/in_place.h).
+sg_error* in_place(sg_program* program, size_t output, size_t input, uint8_t* out) {
+  return firewall([&]() -> sg_error* {
+    const ir::Function& fn = program->program->function();
+    *out = output < fn.outputs.size() && input < fn.inputs.size() &&
+           program->program->writes_in_place(output, input);
+    return nullptr;
+  });
+}
+
+constexpr sg_program_in_place kInPlace = sdk::program_in_place(in_place);
+constexpr sg_device_fill kFill = sdk::device_fill(fill, &kInPlace.base);
 constexpr sg_device_api kDeviceApi = sdk::device_table({.probe = probe,
                                                         .open = open_device,
                                                         .close = close_device,

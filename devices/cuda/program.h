@@ -26,10 +26,15 @@ class Program {
   virtual ~Program() = default;
 
   // Enqueues one run on `stream`: inputs and outputs are device pointers in
-  // Function::inputs / outputs order, outputs never overlapping inputs. Runs
-  // of one Program must not overlap in time (they share its arena).
+  // Function::inputs / outputs order, an output the same as an input only
+  // where writes_in_place says so (the plugin stages the others through a
+  // temporary). Runs of one Program must not overlap in time (they share
+  // its arena).
   virtual std::string run(std::span<const void* const> inputs, std::span<void* const> outputs,
                           cudaStream_t stream) = 0;
+  // Whether output `output` may be input `input`'s own memory: the plan
+  // reads every element of the input before writing it (plan/in_place.h).
+  virtual bool writes_in_place(size_t output, size_t input) const = 0;
 
   virtual size_t arena_bytes() const = 0;     // the memory plan's size
   virtual size_t constant_bytes() const = 0;  // creation ops' values, on the device

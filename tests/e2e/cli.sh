@@ -26,7 +26,7 @@ expect() {  # expect NAME WANT_EXIT ACTUAL_EXIT [grep-pattern file]
 }
 
 "$BIN" --version >"$TMP/out" 2>&1
-expect version 0 $? "^sexpgpu [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.2, IR 3\)" "$TMP/out"
+expect version 0 $? "^sexpgpu [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.3, IR 3\)" "$TMP/out"
 
 "$BIN" frobnicate >"$TMP/out" 2>&1
 expect unknown-verb 2 $?

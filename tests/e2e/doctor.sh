@@ -45,7 +45,7 @@ unset SEXPGPU_TEST_DEVICE_AVAILABLE
 env -u SEXPGPU_PLUGIN_PATH "$BIN" doctor --json >"$TMP/out" 2>"$TMP/err"
 check doctor-cpu-exit-0 $? "$TMP/err"
 jq_is doctor-json-sink "$TMP/out" \
-  '.plugins | any(.name == "example-sink" and .kind == "sink" and .status == "loaded" and .abi == "1.2")' \
+  '.plugins | any(.name == "example-sink" and .kind == "sink" and .status == "loaded" and .abi == "1.3")' \
   '"name": "example-sink"'
 jq_is doctor-json-build-tree "$TMP/out" '.search_path | any(.source == "build tree")' '"source": "build tree"'
 jq_is doctor-json-installed "$TMP/out" '.search_path[-1].source == "installed"'
@@ -108,7 +108,7 @@ check private-plugin-compiles $? "$TMP/cc"
 SEXPGPU_PLUGIN_PATH="$TMP/private:$TMP/nowhere" "$BIN" doctor --json >"$TMP/out" 2>"$TMP/err"
 check private-plugin-doctor-exit-0 $? "$TMP/err"
 jq_is private-plugin-loaded "$TMP/out" \
-  ".plugins[0] == {\"name\": \"example-sink\", \"kind\": \"sink\", \"version\": \"1.0.0\", \"abi\": \"1.2\", \"status\": \"loaded\", \"reason\": \"\", \"path\": \"$TMP/private/libsexpgpu-my-sink.so\"}" \
+  ".plugins[0] == {\"name\": \"example-sink\", \"kind\": \"sink\", \"version\": \"1.0.0\", \"abi\": \"1.3\", \"status\": \"loaded\", \"reason\": \"\", \"path\": \"$TMP/private/libsexpgpu-my-sink.so\"}" \
   "\"path\": \"$TMP/private/libsexpgpu-my-sink.so\""
 jq_is private-plugin-shadows "$TMP/out" \
   ".plugins | any(.status == \"not loaded\" and .reason == \"shadowed by $TMP/private/libsexpgpu-my-sink.so\")" \
@@ -133,7 +133,7 @@ check installed-no-device-says-why $? "$TMP/err"
 jq_is installed-search-path "$TMP/out" \
   ".search_path == [{\"dir\": \"$P/lib/sexpgpu/plugins\", \"source\": \"installed\"}]"
 jq_is installed-sink-loaded "$TMP/out" \
-  ".plugins == [{\"name\": \"example-sink\", \"kind\": \"sink\", \"version\": \"1.0.0\", \"abi\": \"1.2\", \"status\": \"loaded\", \"reason\": \"\", \"path\": \"$P/lib/sexpgpu/plugins/libsexpgpu-example-sink.so\"}]"
+  ".plugins == [{\"name\": \"example-sink\", \"kind\": \"sink\", \"version\": \"1.0.0\", \"abi\": \"1.3\", \"status\": \"loaded\", \"reason\": \"\", \"path\": \"$P/lib/sexpgpu/plugins/libsexpgpu-example-sink.so\"}]"
 
 # Also as C++17: the header is C and C++ alike.
 printf '#include <sexpgpu/plugin.h>\nint main() { return SG_ABI_MAJOR - 1; }\n' >"$TMP/h.cpp"

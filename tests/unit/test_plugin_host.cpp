@@ -49,7 +49,7 @@ TEST_CASE("the example sink loads and writes every event through its table", "[p
   CHECK(rec->loaded);
   CHECK(rec->kind == "sink");
   CHECK(rec->version == "1.0.0");
-  CHECK(rec->abi == "1.2");
+  CHECK(rec->abi == "1.3");
   CHECK(rec->reason.empty());
   const sg_sink_api* api = h.sink("example-sink");
   REQUIRE(api);

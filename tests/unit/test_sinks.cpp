@@ -105,7 +105,7 @@ TEST_CASE("doctor's plugin list shows jsonl and csv as loaded sinks", "[sinks]")
     CHECK(rec->reason.empty());
     CHECK(rec->kind == "sink");
     CHECK(rec->version == "1.0.0");
-    CHECK(rec->abi == "1.2");
+    CHECK(rec->abi == "1.3");
     CHECK(fs::path(rec->path).filename() == std::string("libsexpgpu-") + name + ".so");
     CHECK(h.sink(name) != nullptr);
     CHECK(h.device(name) == nullptr);

@@ -23,6 +23,8 @@
  *       `open` options may carry "world"; the IR's all_reduce op.
  *  1.2  sg_device_fill on sg_device_api's extension chain (a buffer set
  *       to one value on the device); sg_find_extension.
+ *  1.3  sg_program_in_place on sg_device_api's extension chain (whether a
+ *       run writes an output straight over the input it is given as).
  */
 #ifndef SEXPGPU_PLUGIN_H_
 #define SEXPGPU_PLUGIN_H_
@@ -35,7 +37,7 @@ extern "C" {
 #endif
 
 #define SG_ABI_MAJOR 1
-#define SG_ABI_MINOR 2
+#define SG_ABI_MINOR 3
 
 /* Exported with default visibility even under -fvisibility=hidden. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -274,7 +276,7 @@ typedef struct sg_device_api {
   /* Copies buffers[root] into every other buffer. */
   sg_error* (*broadcast)(sg_device* const* devices, sg_buffer* const* buffers, size_t count,
                          size_t root, uint32_t stream);
-  const sg_extension_base* extension; /* 1.2: an sg_device_fill */
+  const sg_extension_base* extension; /* 1.2: an sg_device_fill; 1.3: an sg_program_in_place */
 } sg_device_api;
 
 /* ---- 1.2: setting a buffer to one value where it lives (optimizer
@@ -288,6 +290,24 @@ typedef struct sg_device_fill {
    * Ordered on `stream` with runs, uploads and downloads. */
   sg_error* (*fill)(sg_buffer* buffer, const void* value, size_t value_bytes, uint32_t stream);
 } sg_device_fill;
+
+/* ---- 1.3: updates in place. `run` accepts an output buffer that is also
+ * one of the inputs (an optimizer writing a parameter over itself) and
+ * must then compute what it computes with separate buffers; a plugin may
+ * stage such an output through a temporary, which holds a second copy of
+ * it for the run. This says where it does not, so the core holds one copy
+ * of a parameter, not two, only where that saves memory. A core that finds
+ * no sg_program_in_place on the chain keeps separate buffers. ---- */
+#define SG_EXTENSION_PROGRAM_IN_PLACE 3u
+typedef struct sg_program_in_place {
+  sg_extension_base base; /* type SG_EXTENSION_PROGRAM_IN_PLACE */
+  /* *out_in_place = 1 when a run of `program` given the same buffer as
+   * output number `output` and input number `input` (of equal type) writes
+   * the output straight over the input, with no temporary; 0 otherwise,
+   * and for numbers out of range. */
+  sg_error* (*in_place)(sg_program* program, size_t output, size_t input,
+                        uint8_t* out_in_place /* out */);
+} sg_program_in_place;
 
 /* The one entry point, C linkage, default visibility. `host` is core-owned
  * and lives until the plugin is unloaded. Returns the plugin's static
@@ -315,6 +335,7 @@ SG_STATIC_ASSERT(sizeof(sg_reducer_api) == 88, sg_reducer_api_size);
 SG_STATIC_ASSERT(sizeof(sg_device_api) == 152, sg_device_api_size);
 SG_STATIC_ASSERT(sizeof(sg_host_store) == 48, sg_host_store_size);
 SG_STATIC_ASSERT(sizeof(sg_device_fill) == 32, sg_device_fill_size);
+SG_STATIC_ASSERT(sizeof(sg_program_in_place) == 32, sg_program_in_place_size);
 #endif
 
 #ifdef __cplusplus

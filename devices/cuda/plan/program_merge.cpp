@@ -147,11 +147,13 @@ std::string CudaProgram::merge_multi_tensor() {
   std::vector<Step> merged;
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (class_of[i] < 0 || classes[size_t(class_of[i])].members.size() < 2) {
+      access_[i].launch = merged.size();
       merged.push_back(std::move(steps_[i]));
       continue;
     }
     const Class& c = classes[size_t(class_of[i])];
     if (c.members.front() != i) continue;  // launched with its class's first member
+    for (size_t m : c.members) access_[m].launch = merged.size();
     std::vector<ElementwiseGroup> groups;
     Step step{{}, {}, {}, {}, steps_[i].origin, steps_[i].op, {}};
     step.dtype = steps_[i].dtype;

@@ -95,6 +95,29 @@ std::vector<NodeId> linked_forwards(const Lowered& lowered, const std::vector<bo
   return forward;
 }
 
+// What step `s` reads of the function's inputs and writes of its outputs
+// (plan/in_place.h). A generated kernel without views loads each operand's
+// element at the flat index it stores; a multi-tensor sum of squares takes
+// (operand, result) pairs.
+plan::StepAccess step_access(const Step& s, size_t launch) {
+  plan::StepAccess a;
+  a.launch = launch;
+  a.elementwise = s.group && !has_views(*s.group) && !s.pairs;
+  for (size_t m = 0; m < s.inputs.size(); ++m) {
+    const Slot& slot = s.inputs[m];
+    bool result = s.pairs && m % 2 == 1;
+    if (slot.kind == Slot::Input && !result)
+      a.reads.push_back({slot.index, s.input_types[m].shape});
+    if (slot.kind == Slot::Output && result)
+      a.writes.push_back({slot.index, s.input_types[m].shape});
+  }
+  if (s.output.kind == Slot::Output) a.writes.push_back({s.output.index, s.type.shape});
+  for (size_t m = 0; m < s.stores.size(); ++m)
+    if (s.stores[m].kind == Slot::Output)
+      a.writes.push_back({s.stores[m].index, s.store_types[m].shape});
+  return a;
+}
+
 }  // namespace
 
 std::string CudaProgram::build(const ir::Function& fn) {
@@ -440,6 +463,8 @@ std::string CudaProgram::plan(const Lowered& lowered) {
     steps_.back().type = nodes[id].type;
     steps_.back().input_types = {nodes[id].type};
   }
+  access_.clear();
+  for (size_t k = 0; k < steps_.size(); ++k) access_.push_back(step_access(steps_[k], k));
   return merge_multi_tensor();
 }
 

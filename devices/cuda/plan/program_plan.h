@@ -22,6 +22,7 @@
 #include "cuda/factories/kernel.h"
 #include "cuda/profile.h"
 #include "cuda/program.h"
+#include "plan/in_place.h"
 #include "plan/lower.h"
 
 namespace sexpgpu::cuda::program_detail {
@@ -108,6 +109,9 @@ class CudaProgram final : public Program {
   size_t constant_bytes() const override { return constant_bytes_; }
   std::string report_json() const override { return report_; }
   const ir::Function& function() const override { return fn_; }
+  bool writes_in_place(size_t output, size_t input) const override {
+    return plan::writes_in_place(access_, output, input);
+  }
 
  private:
   std::string plan(const Lowered& lowered);
@@ -125,6 +129,9 @@ class CudaProgram final : public Program {
   Context& ctx_;
   ir::Function fn_;
   std::vector<Step> steps_;
+  // Per step before the multi-tensor merge: what it reads and writes of the
+  // caller's buffers, and the launch it runs in after the merge.
+  std::vector<plan::StepAccess> access_;
   std::vector<NodeViews> views_;  // per lowered node: attention operands read in place
   std::vector<std::pair<size_t, Kernel>> constant_kernels_;  // (offset, creation kernel)
   size_t constant_bytes_ = 0, arena_bytes_ = 0;

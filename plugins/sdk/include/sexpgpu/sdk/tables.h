@@ -107,8 +107,16 @@ constexpr sg_device_fill device_fill(sg_error* (*fill)(sg_buffer*, const void*, 
   return sg_device_fill{{sizeof(sg_device_fill), SG_EXTENSION_DEVICE_FILL, next}, fill};
 }
 
-// `extension`: the head of the table's chain (an sg_device_fill, 1.2), of
-// static storage, or none.
+// A device's sg_program_in_place (ABI 1.3), for its table's chain.
+constexpr sg_program_in_place program_in_place(sg_error* (*in_place)(sg_program*, size_t, size_t,
+                                                                     uint8_t*),
+                                               const sg_extension_base* next = nullptr) {
+  return sg_program_in_place{{sizeof(sg_program_in_place), SG_EXTENSION_PROGRAM_IN_PLACE, next},
+                             in_place};
+}
+
+// `extension`: the head of the table's chain (an sg_device_fill, 1.2; an
+// sg_program_in_place, 1.3), of static storage, or none.
 constexpr sg_device_api device_table(const DeviceFunctions& f,
                                      const sg_extension_base* extension = nullptr) {
   return sg_device_api{sizeof(sg_device_api),
