@@ -2,6 +2,7 @@
 #include "train/device.h"
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -141,6 +142,11 @@ bool Device::writes_in_place(const Program& p, size_t output, size_t input) {
 
 std::vector<int64_t> update_in_place(Device& device, const Program& update) {
   const ir::Function& fn = update.function();
+  std::vector<int64_t> over(fn.outputs.size(), -1);
+  // SEXPGPU_UPDATE_IN_PLACE=0: a spare of every parameter and state (the
+  // memory's A/B, docs/devices.md).
+  const char* env = std::getenv("SEXPGPU_UPDATE_IN_PLACE");
+  if (env && std::string(env) == "0") return over;
   std::map<std::string, size_t> input_of;  // "param:P" and "state:S" -> input number
   for (size_t k = 0; k < fn.inputs.size(); ++k) {
     const ir::Node& n = fn.node(fn.inputs[k]);
@@ -150,7 +156,6 @@ std::vector<int64_t> update_in_place(Device& device, const Program& update) {
     else if (name.starts_with("state:"))
       input_of[name] = k;
   }
-  std::vector<int64_t> over(fn.outputs.size(), -1);
   for (size_t j = 0; j < fn.outputs.size(); ++j) {
     auto it = input_of.find(fn.outputs[j].name);
     if (it == input_of.end() || fn.type(fn.outputs[j].node) != fn.type(fn.inputs[it->second]))

@@ -127,7 +127,8 @@ class Device {
 
 // Per output of the update, the input it is written over in place (the
 // parameter or state it updates) where the device writes it so, -1
-// elsewhere: the trainer then holds one buffer for both, not two.
+// elsewhere: the trainer then holds one buffer for both, not two. None
+// under SEXPGPU_UPDATE_IN_PLACE=0.
 std::vector<int64_t> update_in_place(Device& device, const Program& update);
 
 }  // namespace sexpgpu::train
