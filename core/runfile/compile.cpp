@@ -265,6 +265,28 @@ void stage_eval(Interp& in, Compilation& c, EvalPass& pass, const LoaderDecl& lo
   guard.keep();
 }
 
+// `root` recomputed with `replace` (node -> its stand-in) in place of the
+// nodes it names: each node between the first replaced one and `root` that
+// reads a replaced node, directly or not, is staged again after the
+// stand-ins, reading them; the originals are left to dead code elimination.
+NodeId restaged_with(ir::Function& fn, NodeId root, std::map<NodeId, NodeId> replace) {
+  if (replace.empty() || replace.begin()->first > root) return root;
+  ir::Builder b(fn);
+  for (NodeId id = replace.begin()->first + 1; id <= root; ++id) {
+    const ir::Node n = fn.node(id);  // a copy: staging may move the nodes
+    if (replace.count(id) || n.op == ir::Op::Input || n.op == ir::Op::Param) continue;
+    std::vector<NodeId> operands(n.inputs.begin(), n.inputs.end());
+    bool reads = false;
+    for (NodeId& in : operands)
+      if (auto it = replace.find(in); it != replace.end()) in = it->second, reads = true;
+    if (!reads) continue;
+    b.set_loc(n.loc);
+    replace[id] = b.must(n.op, operands, n.attrs);
+  }
+  auto it = replace.find(root);
+  return it == replace.end() ? root : it->second;
+}
+
 // The mean over microbatches, the global norm, clipping, then each group's
 // optimizer over its members.
 void stage_update(Interp& in, Compilation& c) {
@@ -359,10 +381,18 @@ void stage_update(Interp& in, Compilation& c) {
         c.out.states.push_back(StateEntry{info.path, s.name, t, s.fill});
       }
       StagedUpdate u = runfile::stage_update(in, *grp.optimizer, it->p, it->g, states);
-      param_outputs.push_back({"param:" + info.path, guarded(u.param, it->p)});
-      for (size_t k = 0; k < states.size(); ++k)
+      // The new parameter reads the guarded states, the same values on a
+      // finite step: then one kernel computes it and writes them beside it
+      // (the CUDA plan's stored members), not a second pass over the states.
+      std::map<NodeId, NodeId> guarded_states;
+      for (size_t k = 0; k < states.size(); ++k) {
+        NodeId kept = guarded(u.states[k], states[k]);
+        if (!guarded_states.count(u.states[k])) guarded_states[u.states[k]] = kept;
         state_outputs.push_back({"state:" + info.path + "/" + grp.optimizer->states[k].name,
-                                 guarded(u.states[k], states[k])});
+                                 guarded_states[u.states[k]]});
+      }
+      NodeId new_param = restaged_with(fn, u.param, guarded_states);
+      param_outputs.push_back({"param:" + info.path, guarded(new_param, it->p)});
     }
     c.out.groups.push_back(std::move(ge));
   }
