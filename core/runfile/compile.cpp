@@ -178,7 +178,15 @@ void poison_smallest_gradient(stage::Stager& st, NodeId loss, std::vector<NodeId
     a.dtype = fn.type(g).dtype;
     bad = st.stage(ir::Op::Cast, {loss}, std::move(a));
   }
-  g = st.stage(ir::Op::Where, {st.stage(ir::Op::IsFinite, {loss}), g, bad});
+  // isfinite at the gradient's shape, of the loss expanded: one group of
+  // the gradient's shape, one kernel (a scalar isfinite would be its own).
+  NodeId wide = loss;
+  if (!fn.type(g).shape.is_scalar()) {
+    ir::Attrs a;
+    a.shape = ir::Dims(fn.type(g).shape.begin(), fn.type(g).shape.end());
+    wide = st.stage(ir::Op::Expand, {loss}, std::move(a));
+  }
+  g = st.stage(ir::Op::Where, {st.stage(ir::Op::IsFinite, {wide}), g, bad});
 }
 
 void stage_train(Interp& in, Compilation& c, SizedFunction& sf) {
