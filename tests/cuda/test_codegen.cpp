@@ -281,22 +281,31 @@ TEST_CASE("a cheap node read by several groups is recomputed in each", "[cuda][c
   CHECK(kept.group[size_t(d)] != kept.group[size_t(v_out)]);
 }
 
-TEST_CASE("a sum of a square nothing else reads squares on load", "[cuda][codegen]") {
-  // The global norm's sum(square(g)); a square also read elsewhere stays.
-  ir::TensorType t{DType::F32, ir::Shape{{4, 8}}}, scalar{DType::F32, ir::Shape{}};
+TEST_CASE("a sum of a square of an input squares on load", "[cuda][codegen]") {
+  // The global norm's sum(square(g)), alone; beside a group that then
+  // recomputes the square (an unclipped AdamW's second moment); a square
+  // also read by a product stays in memory.
+  ir::TensorType t{DType::F32, ir::Shape{{8, 8}}}, scalar{DType::F32, ir::Shape{}};
   cpu::Lowered lowered;
   auto add_node = node_adder(lowered);
   ir::NodeId g = add_node(Op::Input, {}, t), h = add_node(Op::Input, {}, t);
+  ir::NodeId k = add_node(Op::Input, {}, t);
   ir::NodeId g2 = add_node(Op::Square, {g}, t), g_sum = add_node(Op::Sum, {g2}, scalar);
   ir::NodeId h2 = add_node(Op::Square, {h}, t), h_sum = add_node(Op::Sum, {h2}, scalar);
   ir::NodeId h_neg = add_node(Op::Neg, {h2}, t);
+  ir::NodeId k2 = add_node(Op::Square, {k}, t), k_sum = add_node(Op::Sum, {k2}, scalar);
+  ir::NodeId k_product = add_node(Op::MatMul, {k2, k2}, t);
   size_t count = lowered.nodes.size();
   std::vector<bool> live(count, true), is_output(count, false);
-  is_output[size_t(g_sum)] = is_output[size_t(h_sum)] = is_output[size_t(h_neg)] = true;
+  for (ir::NodeId o : {g_sum, h_sum, h_neg, k_sum, k_product}) is_output[size_t(o)] = true;
   cuda::GroupPlan groups = cuda::plan_groups(lowered, live, is_output);
   std::map<size_t, size_t> summed = cuda::squares_to_sum_on_load(lowered, live, is_output, groups);
-  CHECK(summed.size() == 1);
+  CHECK(summed.size() == 2);
   CHECK(summed[size_t(g_sum)] == size_t(g2));
+  CHECK(summed[size_t(h_sum)] == size_t(h2));
+  CHECK(groups.fusion.recomputed_in[size_t(h2)] ==
+        std::vector<int>{groups.fusion.group[size_t(h_neg)]});
+  CHECK(groups.fusion.recomputed_in[size_t(k2)].empty());
 }
 
 TEST_CASE("kernels with a bf16 result take tanh from tanh.approx, others from tanhf",

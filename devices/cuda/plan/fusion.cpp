@@ -198,6 +198,17 @@ FusionPlan fusion_groups(const Lowered& lowered, const std::vector<bool>& live,
     size_t operand = size_t(lowered.nodes[i].inputs[0]);
     in_place[i] = !fusable(operand) || in_place[operand];
   }
+  // A float square of a function input that a float sum reads (a gradient
+  // norm's, squared on load by the sum: squares_to_sum_on_load) besides
+  // groups (an optimizer's second moment, without clipping).
+  auto summed_square = [&](size_t i, size_t r) {
+    const cpu::LoweredNode& s = lowered.nodes[i];
+    const cpu::LoweredNode& sum = lowered.nodes[r];
+    bool float_square = s.op == Op::Square && (s.type.dtype == ir::DType::F32 ||
+                                                s.type.dtype == ir::DType::F64);
+    return float_square && lowered.nodes[size_t(s.inputs[0])].op == Op::Input &&
+           sum.op == Op::Sum && sum.type.dtype == s.type.dtype && sum.inputs[0] == NodeId(i);
+  };
   FusionPlan plan{std::vector<int>(count, -1), std::vector<std::vector<int>>(count)};
   int groups = 0;
   for (size_t i = count; i-- > 0;) {
@@ -207,10 +218,16 @@ FusionPlan fusion_groups(const Lowered& lowered, const std::vector<bool>& live,
       continue;
     }
     // The groups that compute the readers (a recomputed reader's several),
-    // when every reader is in some and reads the node once.
+    // when every reader is in some and reads the node once; one float sum
+    // squaring it on load may read it besides.
     std::vector<int> reader_groups;
     bool grouped = !is_output[i] && !readers[i].empty();
+    bool summed = false;
     for (size_t r : readers[i]) {
+      if (!summed && summed_square(i, r)) {
+        summed = true;
+        continue;
+      }
       std::vector<int> in = plan.recomputed_in[r];
       if (plan.group[r] >= 0) in.push_back(plan.group[r]);
       if (!fusable(r) || in.empty() || !reads_once(lowered, r, i)) {
@@ -221,6 +238,11 @@ FusionPlan fusion_groups(const Lowered& lowered, const std::vector<bool>& live,
         if (std::find(reader_groups.begin(), reader_groups.end(), g) == reader_groups.end())
           reader_groups.push_back(g);
     }
+    if (summed && grouped && !reader_groups.empty() && !keep[i]) {
+      plan.recomputed_in[i] = std::move(reader_groups);  // the sum squares on load
+      continue;
+    }
+    if (summed) grouped = false;  // the sum reads it from memory
     bool recompute = grouped && reader_groups.size() > 1 && !keep[i] &&
                      !is_view(lowered.nodes[i].op) &&
                      worth_recomputing(lowered, i, reader_groups.size());
@@ -333,7 +355,11 @@ std::map<size_t, size_t> squares_to_sum_on_load(const Lowered& lowered,
     const cpu::LoweredNode& s = lowered.nodes[square];
     bool alone = s.op == Op::Square && s.type.dtype == n.type.dtype && !is_output[square] &&
                  reads[square] == 1 && !fused(square) && in_memory(size_t(s.inputs[0]));
-    if (alone) summed[i] = square;
+    // Read by this sum and by groups that recompute it (fusion_groups).
+    bool beside_groups = s.op == Op::Square && s.type.dtype == n.type.dtype &&
+                         !is_output[square] && !groups.fusion.recomputed_in[square].empty() &&
+                         lowered.nodes[size_t(s.inputs[0])].op == Op::Input;
+    if (alone || beside_groups) summed[i] = square;
   }
   return summed;
 }
