@@ -281,6 +281,31 @@ TEST_CASE("a cheap node read by several groups is recomputed in each", "[cuda][c
   CHECK(kept.group[size_t(d)] != kept.group[size_t(v_out)]);
 }
 
+TEST_CASE("scalar groups read only by later steps share one kernel", "[cuda][codegen]") {
+  // An optimizer's schedule and bias corrections: two scalar groups, each
+  // read (broadcast) by the update's group, run as one kernel that stores
+  // the first's value beside its own.
+  ir::TensorType t{DType::F32, ir::Shape{{8, 8}}}, scalar{DType::F32, ir::Shape{}};
+  cpu::Lowered lowered;
+  auto add_node = node_adder(lowered);
+  ir::NodeId x = add_node(Op::Input, {}, t), a = add_node(Op::Input, {}, scalar);
+  ir::NodeId b = add_node(Op::Input, {}, scalar);
+  ir::NodeId s1 = add_node(Op::Neg, {add_node(Op::Exp, {a}, scalar)}, scalar);
+  ir::NodeId s2 = add_node(Op::Neg, {add_node(Op::Sqrt, {b}, scalar)}, scalar);
+  ir::NodeId out = add_node(Op::Add, {add_node(Op::Mul, {x, s1}, t), s2}, t);
+  size_t count = lowered.nodes.size();
+  std::vector<bool> live(count, true), is_output(count, false);
+  is_output[size_t(out)] = true;
+  cuda::GroupPlan groups = cuda::plan_groups(lowered, live, is_output);
+  int g = groups.fusion.group[size_t(s2)];
+  REQUIRE(g >= 0);
+  CHECK(groups.fusion.group[size_t(s1)] == g);
+  CHECK(groups.stored[g] == std::vector<ir::NodeId>{s1});
+  REQUIRE(groups.fused.count(g));
+  CHECK(groups.fused[g].first.stores.size() == 1);
+  CHECK(groups.fusion.group[size_t(out)] != g);
+}
+
 TEST_CASE("a sum of a square of an input squares on load", "[cuda][codegen]") {
   // The global norm's sum(square(g)), alone; beside a group that then
   // recomputes the square (an unclipped AdamW's second moment); a square

@@ -112,21 +112,37 @@ void store_in_readers(const Lowered& lowered, const std::vector<bool>& live, Gro
     size_t x = last(x_group);
     bool own_kernel = xs.size() == 1 || p.fused.count(x_group) || grown.count(x_group);
     if (!own_kernel || !uniform(lowered, xs)) continue;
+    // Whether Y can compute x: its kernel is one and uniform at x's shape,
+    // and every other reader of x runs after it.
+    auto can_join = [&](int y) {
+      const std::vector<NodeId>& ys = p.members.at(y);
+      bool usable = (ys.size() == 1 || p.fused.count(y) || grown.count(y)) &&
+                    uniform(lowered, ys) &&
+                    lowered.nodes[last(y)].type.shape == lowered.nodes[x].type.shape;
+      for (size_t r : readers[x]) {
+        std::vector<int> gs = groups_of(r);
+        if (gs.empty()) usable = usable && r > last(y);
+        for (int g : gs) usable = usable && (g == y || last(g) > last(y));
+      }
+      return usable;
+    };
     int y = -1;
     for (size_t r : readers[x])
       for (int g : groups_of(r))
         if (g != x_group && (y < 0 || last(g) < last(y))) y = g;
-    if (y < 0) continue;
-    const std::vector<NodeId>& ys = p.members.at(y);
-    bool usable = (ys.size() == 1 || p.fused.count(y) || grown.count(y)) && uniform(lowered, ys) &&
-                  lowered.nodes[last(y)].type.shape == lowered.nodes[x].type.shape;
-    for (size_t r : readers[x]) {
-      std::vector<int> gs = groups_of(r);
-      if (gs.empty()) usable = usable && r > last(y);
-      for (int g : gs) usable = usable && (g == y || last(g) > last(y));
+    // A scalar group no group reads at once joins the next scalar group
+    // instead (an optimizer's schedule and bias corrections: one launch,
+    // not one each).
+    if ((y < 0 || !can_join(y)) && lowered.nodes[x].type.shape.is_scalar()) {
+      y = -1;
+      for (int g : order)
+        if (p.members.count(g) && last(g) > x && lowered.nodes[last(g)].type.shape.is_scalar()) {
+          y = g;
+          break;
+        }
     }
-    if (!usable) continue;
-    std::vector<NodeId> merged = ys;
+    if (y < 0 || !can_join(y)) continue;
+    std::vector<NodeId> merged = p.members.at(y);
     merged.insert(merged.end(), xs.begin(), xs.end());
     std::sort(merged.begin(), merged.end());
     merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
