@@ -5,7 +5,7 @@
 # on the cuda plugin, cuda_parity.py's training checks), then the benchmarks
 # against PyTorch; a short table comes last. Logs go to $OUT.
 #
-#   bench/device-run.sh [build] [test] [nccl] [bucketcost] [cpucore] [cputorch] [startup]
+#   bench/device-run.sh [build] [test] [nccl] [bucketcost] [cpucore] [cputorch] [cpuprofile] [startup]
 #                       [profile] [mlp-profile] [torch-profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
@@ -167,6 +167,18 @@ if has cputorch; then
   SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_FORTUNES=$SRC/.devdeps/data/fortunes \
     python3 "$SRC/bench/train_vs_torch.py" "$BUILD/core/sexpgpu" ${CPUTORCH_ARGS:-} 2>&1 | tee "$OUT/cputorch.log" | tail -25
   note "cputorch: see cputorch.log"
+fi
+
+if has cpuprofile; then
+  # charlm's step on this machine's CPU kernel by kernel (SEXPGPU_CPU_PROFILE)
+  # at one and two threads, for comparing with the development machine's.
+  for t in 1 2; do
+    SEXPGPU_CPU_PROFILE=$LOGS/cpuprofile-charlm-$t "$BUILD/core/sexpgpu" run "$SRC/examples/charlm.lisp" \
+      --variant tiny --steps 100 --set "corpus=($CORPUS)" --device cpu --threads $t --quiet \
+      --out "/tmp/cpuprofile-$t" --fresh 2>&1 | head -1
+    python3 "$SRC/bench/profile_summary.py" "$LOGS/cpuprofile-charlm-$t" 14 | sed -n '/^train_step:/,/^update:/p'
+  done
+  note "cpuprofile: charlm at 1 and 2 threads, in the logs"
 fi
 
 if has startup; then

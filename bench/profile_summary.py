@@ -1,7 +1,9 @@
-"""Where a CUDA step's time goes: reads the PREFIX.FUNCTION.json files that
+"""Where a step's time goes: reads the PREFIX.FUNCTION.json files that
 SEXPGPU_CUDA_PROFILE=PREFIX makes the cuda device write (devices/cuda/
-profile.h) and prints, per function, the measured total against the
-roofline, the kernels that take longest, and the time by kernel kind.
+profile.h), or SEXPGPU_CPU_PROFILE=PREFIX the cpu device (devices/cpu/
+program.cpp, no roofline), and prints, per function, the measured total
+(against the roofline), the kernels that take longest, and the time by
+kernel kind.
 
     python3 bench/profile_summary.py PREFIX [TOP]
 """

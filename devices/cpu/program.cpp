@@ -10,8 +10,10 @@
 #include "program.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -116,8 +118,55 @@ Fusions find_fusions(const ir::Function& fn, const Lowered& lowered, const std::
   return f;
 }
 
+// Per-kernel timing, for finding where a step's time goes on a CPU: with
+// SEXPGPU_CPU_PROFILE=PREFIX every run times each of its steps, and when the
+// program is destroyed (the run's end) it writes PREFIX.FUNCTION.json in
+// the CUDA device's profile format (bench/profile_summary.py reads both).
+// The first run is a warm-up and is not counted.
+class StepProfile {
+ public:
+  static std::string prefix() {
+    const char* p = std::getenv("SEXPGPU_CPU_PROFILE");
+    return p ? std::string(p) : std::string();
+  }
+  explicit StepProfile(size_t steps) : total_us_(steps, 0.0) {}
+  void add(size_t k, std::chrono::steady_clock::duration d) {
+    if (counting_) total_us_[k] += std::chrono::duration<double, std::micro>(d).count();
+  }
+  void end_run() {
+    if (counting_) ++runs_;
+    counting_ = true;
+  }
+  int64_t runs() const { return runs_; }
+  void write(const std::string& path, const std::string& function,
+             const std::vector<std::pair<std::string, std::string>>& steps) const {
+    nlohmann::json list = nlohmann::json::array();
+    double total = 0;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      double us = runs_ > 0 ? total_us_[k] / double(runs_) : 0.0;
+      total += us;
+      list.push_back({{"kernel", steps[k].first},
+                      {"node", steps[k].second},
+                      {"measured_us", us},
+                      {"roofline_us", 0.0}});
+    }
+    nlohmann::json report = {{"function", function}, {"runs", runs_},       {"measured_us", total},
+                             {"roofline_us", 0.0},   {"device", "cpu"}, {"steps", std::move(list)}};
+    std::string name = function;
+    std::replace_if(
+        name.begin(), name.end(), [](char c) { return c == ':' || c == '@' || c == '/'; }, '_');
+    std::ofstream(path + "." + name + ".json") << report.dump(1) << "\n";
+  }
+
+ private:
+  std::vector<double> total_us_;
+  int64_t runs_ = 0;
+  bool counting_ = false;
+};
+
 class CpuProgram final : public Program {
  public:
+  ~CpuProgram() override;
   std::string build(const ir::Function& fn, const Options& options);
 
   std::string run(std::span<const void* const> inputs, std::span<void* const> outputs) override;
@@ -144,6 +193,7 @@ class CpuProgram final : public Program {
   ArenaPtr arena_;
   std::mutex run_mutex_;  // one run at a time: they share the arena
   std::string report_;
+  std::unique_ptr<StepProfile> profile_;  // SEXPGPU_CPU_PROFILE set
 };
 
 std::string node_label(const ir::Function& fn, NodeId origin, Op op) {
@@ -152,6 +202,13 @@ std::string node_label(const ir::Function& fn, NodeId origin, Op op) {
   const ir::Node& n = fn.node(origin);
   return "%" + std::to_string(origin) + " = " + std::string(ir::info(n.op).ir_name) + " " +
          n.type.to_string();
+}
+
+CpuProgram::~CpuProgram() {
+  if (!profile_ || profile_->runs() == 0) return;
+  std::vector<std::pair<std::string, std::string>> steps;
+  for (const Step& s : steps_) steps.push_back({s.kernel.name, node_label(fn_, s.origin, s.op)});
+  profile_->write(StepProfile::prefix(), fn_.name, steps);
 }
 
 std::string CpuProgram::build(const ir::Function& fn, const Options& options) {
@@ -165,6 +222,7 @@ std::string CpuProgram::build(const ir::Function& fn, const Options& options) {
   if (arena_bytes_ > 0 && !arena_)
     return "cannot allocate the " + std::to_string(arena_bytes_) + "-byte arena";
   report_ = make_report(lowered);
+  if (!StepProfile::prefix().empty()) profile_ = std::make_unique<StepProfile>(steps_.size());
   return {};
 }
 
@@ -337,12 +395,16 @@ std::string CpuProgram::run(std::span<const void* const> inputs, std::span<void*
     return nullptr;
   };
   std::vector<const void*> args;
-  for (const Step& s : steps_) {
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    const Step& s = steps_[k];
     args.clear();
     for (const Slot& in : s.inputs) args.push_back(address(in));
+    auto started = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (std::string e = s.kernel.fn(args.data(), address(s.output)); !e.empty())
       return node_label(fn_, s.origin, s.op) + ": " + e;
+    if (profile_) profile_->add(k, std::chrono::steady_clock::now() - started);
   }
+  if (profile_) profile_->end_run();
   return {};
 }
 
