@@ -246,5 +246,12 @@ sed 's/(defrun :steps steps/(defrun :steps steps :target ("val\/acc" :>= 0.5 :st
 expect target-stop 0 $? "reached at step" "$TMP/out"
 check target-status '.summary.target.reached == true and .step < 5000' "$TMP/t/status.json"
 
+# SEXPGPU_CPU_PROFILE: a file per function that ran, each kernel timed.
+SEXPGPU_CPU_PROFILE="$TMP/prof" "$BIN" run "$FILE" --steps 4 --quiet --out "$TMP/prof-run" \
+  >"$TMP/out" 2>"$TMP/err"
+expect cpu-profile-runs 0 $?
+check cpu-profile-train-step '.function == "train_step" and .runs == 3 and (.steps | length) > 3 and (.steps | all(.measured_us >= 0 and (.kernel | length) > 0)) and .measured_us > 0' "$TMP/prof.train_step.json"
+check cpu-profile-update '.function == "update" and .runs == 3' "$TMP/prof.update.json"
+
 echo "$fail failures"
 exit $((fail > 0))
