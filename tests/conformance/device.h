@@ -39,7 +39,19 @@ class Device {
   // size: "" when it holds, else what failed. Only when has_fill().
   std::string check_fill();
 
+  // Runs with an output buffer that is also an input's (an optimizer's
+  // update in place, and an input a later step still reads) give what
+  // separate buffers give, bit for bit, whatever sg_program_in_place (ABI
+  // 1.3) answers, and it answers 0 out of range: "" when that holds, else
+  // what failed. `said` gets what the plugin answered, for the summary.
+  std::string check_in_place(std::string& said);
+
  private:
+  // run() with output k given input aliases[k]'s buffer where aliases[k] >= 0.
+  sexpgpu::ir::Result<std::vector<sexpgpu::cpu::HostTensor>> run_with(
+      const std::string& ir_json, const sexpgpu::ir::Function& fn,
+      const std::vector<sexpgpu::cpu::HostTensor>& inputs, const std::vector<int>& aliases,
+      std::vector<int>* in_place);
   std::string take(sg_error* e);
   sg_buffer* alloc(const sexpgpu::ir::TensorType& type, std::string& error);
 

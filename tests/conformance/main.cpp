@@ -99,6 +99,13 @@ int run_device(const std::string& name, const sg_device_api* api,
   } else {
     std::printf("device %s: sg_device_fill at %zu dtypes\n", name.c_str(), ir::kDTypeCount);
   }
+  std::string said;
+  if (std::string why = device.check_in_place(said); !why.empty()) {
+    std::printf("FAIL %s %s\n", name.c_str(), why.c_str());
+    fill_failures += 1;
+  } else {
+    std::printf("device %s: %s\n", name.c_str(), said.c_str());
+  }
   return failures[0] + failures[1] + fill_failures;
 }
 
