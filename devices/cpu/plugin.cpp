@@ -508,9 +508,7 @@ sg_error* broadcast(sg_device* const*, sg_buffer* const* buffers, size_t count, 
 // ABI 1.3's sg_program_in_place: the plan's answer (plan/in_place.h).
 sg_error* in_place(sg_program* program, size_t output, size_t input, uint8_t* out) {
   return firewall([&]() -> sg_error* {
-    const ir::Function& fn = program->program->function();
-    *out = output < fn.outputs.size() && input < fn.inputs.size() &&
-           program->program->writes_in_place(output, input);
+    *out = sexpgpu::plan::in_place_answer(*program->program, output, input);
     return nullptr;
   });
 }

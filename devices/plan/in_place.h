@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "ir/graph.h"
 #include "ir/types.h"
 
 namespace sexpgpu::plan {
@@ -42,6 +43,15 @@ bool writes_in_place(std::span<const StepAccess> steps, size_t output, size_t in
 }  // namespace sexpgpu::plan
 
 namespace sexpgpu::plan {
+
+// ABI 1.3's answer for a device's program (ProgramT: with function() and
+// writes_in_place): numbers out of range are not in place.
+template <class ProgramT>
+bool in_place_answer(const ProgramT& program, size_t output, size_t input) {
+  const ir::Function& fn = program.function();
+  return output < fn.outputs.size() && input < fn.inputs.size() &&
+         program.writes_in_place(output, input);
+}
 
 // Whether a run can write outputs[j] straight over every input that is the
 // same buffer (ProgramT: a device's program with writes_in_place).
