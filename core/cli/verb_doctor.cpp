@@ -36,6 +36,11 @@ using json = nlohmann::ordered_json;  // keys in the order docs/doctor.md gives
 json probe_device(const host::PluginRecord& rec) {
   json out = {{"plugin", rec.name}};
   const auto* api = static_cast<const sg_device_api*>(rec.plugin->api);
+  // The optional parts of the table it has (plugin.h's extension chain):
+  // without them the core uploads fills and keeps updates out of place.
+  out["extensions"] = json::array();
+  if (host::device_fill_of(api)) out["extensions"].push_back("sg_device_fill");
+  if (host::program_in_place_of(api)) out["extensions"].push_back("sg_program_in_place");
   try {
     const char* text = nullptr;
     size_t len = 0;
@@ -195,6 +200,9 @@ void print_human(const json& j) {
       std::cout << d["probe"].dump() << "\n";
     else
       std::cout << "error: " << d["error"].get<std::string>() << "\n";
+    std::string extensions;
+    for (const auto& e : d["extensions"]) extensions += " " + e.get<std::string>();
+    std::cout << "    extensions:" << (extensions.empty() ? " none" : extensions) << "\n";
   }
   const json& nccl = j["nccl"];
   std::cout << "\nnccl: "

@@ -52,6 +52,9 @@ jq_is doctor-json-installed "$TMP/out" '.search_path[-1].source == "installed"'
 jq_is doctor-json-cpu-device "$TMP/out" \
   '.devices | any(.plugin == "cpu" and .ok and .probe.available and .probe.count == 1)' \
   '"plugin": "cpu"'
+jq_is doctor-json-cpu-extensions "$TMP/out" \
+  '.devices | any(.plugin == "cpu" and .extensions == ["sg_device_fill", "sg_program_in_place"])' \
+  '"sg_program_in_place"'
 
 # The reducers a :reduce may name: the core's, then each loaded reducer
 # plugin's (diagnostics/ and the example) with its outputs.
@@ -82,7 +85,7 @@ reason libsexpgpu-throws.so "entry point threw: no GPU driver found"
 reason libsexpgpu-missing-dep.so \
   "libsexpgpu-dep-absent.so: cannot open shared object file: No such file or directory"
 jq_is doctor-device-probed "$TMP/out" \
-  '.devices | any(. == {"plugin": "test-device", "ok": false, "probe": {"available": false, "reason": "test device: not available", "devices": [], "count": 0}})'
+  '.devices | any(. == {"plugin": "test-device", "ok": false, "probe": {"available": false, "reason": "test device: not available", "devices": [], "count": 0}, "extensions": []})'
 
 
 # A device that can serve: exit 0.
@@ -90,6 +93,8 @@ SEXPGPU_TEST_DEVICE_AVAILABLE=1 SEXPGPU_PLUGIN_PATH="$TESTPLUGINS" "$BIN" doctor
 check doctor-device-ok-exit-0 $? "$TMP/err"
 grep -q '^  test-device: {"available":true' "$TMP/out"
 check doctor-human-probe $? "$TMP/out"
+grep -A1 '^  test-device: ' "$TMP/out" | grep -q '^    extensions: none$'
+check doctor-human-no-extensions $? "$TMP/out"
 grep -q "reason: ABI major 2, this core speaks 1" "$TMP/out"
 check doctor-human-reason $? "$TMP/out"
 
