@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -25,6 +24,7 @@
 #include "plan/in_place.h"
 #include "plan/lower.h"
 #include "plan/memory_plan.h"
+#include "plan/profile_report.h"
 #include "storage.h"
 #include "thread_pool.h"
 
@@ -141,21 +141,12 @@ class StepProfile {
   void write(const std::string& path, const std::string& function,
              const std::vector<std::pair<std::string, std::string>>& steps) const {
     nlohmann::json list = nlohmann::json::array();
-    double total = 0;
-    for (size_t k = 0; k < steps.size(); ++k) {
-      double us = runs_ > 0 ? total_us_[k] / double(runs_) : 0.0;
-      total += us;
+    for (size_t k = 0; k < steps.size(); ++k)
       list.push_back({{"kernel", steps[k].first},
                       {"node", steps[k].second},
-                      {"measured_us", us},
+                      {"measured_us", runs_ > 0 ? total_us_[k] / double(runs_) : 0.0},
                       {"roofline_us", 0.0}});
-    }
-    nlohmann::json report = {{"function", function}, {"runs", runs_},       {"measured_us", total},
-                             {"roofline_us", 0.0},   {"device", "cpu"}, {"steps", std::move(list)}};
-    std::string name = function;
-    std::replace_if(
-        name.begin(), name.end(), [](char c) { return c == ':' || c == '@' || c == '/'; }, '_');
-    std::ofstream(path + "." + name + ".json") << report.dump(1) << "\n";
+    plan::write_profile_report(path, function, std::move(list), runs_, "cpu");
   }
 
  private:

@@ -1,11 +1,10 @@
 // Per-kernel timing (profile.h).
 #include "profile.h"
 
-#include <algorithm>
 #include <cstdlib>
-#include <fstream>
 
 #include "check.h"
+#include "plan/profile_report.h"
 
 namespace sexpgpu::cuda {
 
@@ -44,22 +43,8 @@ std::string Profile::collect() {
 
 void Profile::write(const std::string& path, const std::string& function, nlohmann::json steps,
                     const Profile& profile) {
-  double total_us = 0, roofline_us = 0;
-  for (size_t k = 0; k < steps.size(); ++k) {
-    double us = profile.mean_ms(k) * 1000.0;
-    steps[k]["measured_us"] = us;
-    total_us += us;
-    roofline_us += steps[k].value("roofline_us", 0.0);
-  }
-  nlohmann::json report = {{"function", function},
-                           {"runs", profile.runs()},
-                           {"measured_us", total_us},
-                           {"roofline_us", roofline_us},
-                           {"steps", std::move(steps)}};
-  std::string name = function;
-  std::replace_if(
-      name.begin(), name.end(), [](char c) { return c == ':' || c == '@' || c == '/'; }, '_');
-  std::ofstream(path + "." + name + ".json") << report.dump(1) << "\n";
+  for (size_t k = 0; k < steps.size(); ++k) steps[k]["measured_us"] = profile.mean_ms(k) * 1000.0;
+  plan::write_profile_report(path, function, std::move(steps), profile.runs(), "cuda");
 }
 
 }  // namespace sexpgpu::cuda
