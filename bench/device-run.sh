@@ -5,8 +5,8 @@
 # on the cuda plugin, cuda_parity.py's training checks), then the benchmarks
 # against PyTorch; a short table comes last. Logs go to $OUT.
 #
-#   bench/device-run.sh [build] [test] [nccl] [bucketcost] [cpucore] [cputorch] [cpuprofile] [startup]
-#                       [profile] [mlp-profile] [torch-profile] [bench]   (default: build test bench)
+#   bench/device-run.sh [build] [test] [nccl] [ab] [cpucore] [cputorch] [cpuprofile] [startup]
+#                       [profile] [mlp-profile] [mlp-wait] [torch-profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
 # device tool): `bench/device-deps.sh` downloads them here. Call it without
@@ -109,25 +109,29 @@ if has nccl; then
   note "nccl_parity.py exit $rc"
 fi
 
-if has bucketcost; then
-  # What the gradient buckets cost the plain cuda device (a world of one,
-  # where all_reduce only packs): GPT-2's median step before them
-  # (.devdeps/pre-buckets.tar, `git archive 2d4a3a9`) and now, alternated.
-  OLD=/tmp/pre-buckets
-  mkdir -p "$OLD" && tar xf "$SRC/.devdeps/pre-buckets.tar" -C "$OLD"
-  configure "$OLD" "$OLD/build-gpu" > "$LOGS/cmake-old.log" 2>&1 &&
-    ninja -C "$OLD/build-gpu" sexpgpu sexpgpu-cpu sexpgpu-cuda > "$LOGS/build-old.log" 2>&1 ||
-    { tail -20 "$LOGS/build-old.log"; note "pre-bucket build FAILED"; }
-  for round in 1 2; do
-    for which in before now; do
-      bin=$BUILD/core/sexpgpu
-      [ $which = before ] && bin=$OLD/build-gpu/core/sexpgpu
-      SEXPGPU_DATA=$SRC/.devdeps/data "$bin" run "$SRC/examples/gpt2.lisp" --device cuda --steps 60 \
-        --json --quiet --out "/tmp/bucketcost-$which-$round" --fresh > "$LOGS/bucketcost-$which-$round.jsonl" 2>&1
-      ms=$(python3 -c "import json,statistics,sys
-s=[json.loads(l)['metrics']['step-ms'] for l in open(sys.argv[1]) if l.startswith('{') and json.loads(l)['kind']=='step']
-print(f'{statistics.median(s[5:]):.3f}' if len(s)>5 else 'none')" "$LOGS/bucketcost-$which-$round.jsonl")
-      note "bucketcost round $round $which: GPT-2 median step $ms ms"
+if has ab; then
+  # The same work on two source trees, alternated: a change's before and
+  # after in one call. The before is .devdeps/base.tar (`git archive BASE
+  # > .devdeps/base.tar` here); AB_WORKS names the examples (default mlp),
+  # AB_STEPS their steps. Each side's median step-ms after the first fifth.
+  OLD=/tmp/ab-base
+  mkdir -p "$OLD" && tar xf "$SRC/.devdeps/base.tar" -C "$OLD"
+  configure "$OLD" "$OLD/build-gpu" > "$LOGS/cmake-base.log" 2>&1 &&
+    ninja -C "$OLD/build-gpu" sexpgpu sexpgpu-cpu sexpgpu-cuda > "$LOGS/build-base.log" 2>&1 ||
+    { tail -20 "$LOGS/build-base.log"; note "base build FAILED"; }
+  for work in ${AB_WORKS:-mlp}; do
+    for round in 1 2 3; do
+      for which in base now; do
+        bin=$BUILD/core/sexpgpu
+        [ $which = base ] && bin=$OLD/build-gpu/core/sexpgpu
+        log=$LOGS/ab-$work-$which-$round.jsonl
+        SEXPGPU_DATA=$SRC/.devdeps/data "$bin" run "$SRC/examples/$work.lisp" --device cuda \
+          --steps "${AB_STEPS:-2000}" --json --quiet --out "/tmp/ab-$work-$which-$round" --fresh > "$log" 2>&1
+        ms=$(python3 -c "import json,statistics,sys
+s=[json.loads(l)['metrics']['step-ms'] for l in open(sys.argv[1]) if l.startswith('{') and json.loads(l)['kind']=='step' and 'step-ms' in json.loads(l).get('metrics',{})]
+print(f'{statistics.median(s[len(s)//5:]):.4f}' if len(s)>5 else 'none')" "$log")
+        note "ab $work round $round $which: median step $ms ms"
+      done
     done
   done
 fi
@@ -201,6 +205,18 @@ if has mlp-profile; then
   python3 "$SRC/bench/profile_summary.py" "$OUT/mlpprof" 40 > "$OUT/mlp_profile.txt"
   head -60 "$OUT/mlp_profile.txt"
   note "mlp profile: see mlp_profile.txt"
+fi
+
+if has mlp-wait; then
+  # Whether the host or the GPU sets the mlp's pace: each run's log says how
+  # much of a step the host waited in the device's synchronize (CUDA graphs
+  # on, then off).
+  for graphs in 1 1 0; do
+    SEXPGPU_DATA=$SRC/.devdeps/data SEXPGPU_CUDA_GRAPHS=$graphs "$BUILD/core/sexpgpu" run \
+      "$SRC/examples/mlp.lisp" --device cuda --steps 3000 --log info --out /tmp/mlp-wait --fresh \
+      2>&1 | grep "info\] steps:" | sed "s/^/graphs $graphs: /"
+  done
+  note "mlp-wait: above"
 fi
 
 if has profile; then

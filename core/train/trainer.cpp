@@ -676,8 +676,11 @@ Status Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
   const int64_t micro = run_.run.microbatches;
   std::vector<PendingScalars> passes(static_cast<size_t>(micro));  // sized once: no deque moves
   for (int64_t mb = 0; mb < micro; ++mb) {
+    log::Stopwatch taking;
     Result<data::Batch> batch = prefetch_->next();
+    step_times_.loader_ms += taking.ms();
     if (!batch) return fail("E-LOADER-SOURCE", batch.error());
+    log::Stopwatch enqueueing;
     const std::string* found = sized_fn_for(run_.train_fns, *batch);
     if (!found) return no_sized_fn(run_.train_fns, *batch);
     const std::string& fn = *found;
@@ -686,6 +689,7 @@ Status Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
     epoch_ = batch->epoch;
     if (Status f = set_ctx(mb); !f) return f;
     if (Status f = enqueue_fn(fn, &passes[size_t(mb)]); !f) return f;
+    step_times_.enqueue_ms += enqueueing.ms();
     const data::LoaderCounters c = prefetch_->state().counters;
     interval_examples_ += c.examples - examples_;  // every rank's
     examples_ = c.examples;
@@ -700,10 +704,14 @@ Status Trainer::train_step(Scalars& out, bool& nonfinite, std::string& what) {
       }
     }
   }
+  log::Stopwatch enqueueing;
   if (Status f = set_ctx(0); !f) return f;
   PendingScalars update;
   if (Status f = enqueue_fn("update", &update); !f) return f;
+  step_times_.enqueue_ms += enqueueing.ms();
+  log::Stopwatch waiting;
   if (Status e = device_->synchronize(); !e) return e;
+  step_times_.wait_ms += waiting.ms();
   std::map<std::string, double> sums;
   for (const PendingScalars& pass : passes)
     for (const auto& [k, v] : pass) sums[k] += v / double(micro);
@@ -885,6 +893,14 @@ RunOutcome Trainer::finish(RunEnd end, const Status& why) {
   std::optional<std::string> next;
   if (state == "stopped" || state == "preempted" || (!why && why.code() == "E-RANK"))
     next = run::resume_command(opt_.argv);
+  if (const StepTimes& t = step_times_; t.steps > 0) {
+    auto per_step = [&](double ms) { return ms / double(t.steps); };
+    log::info(
+        "steps: {} in {:.1f} ms, {:.4f} ms a step: {:.4f} taking batches from the loader, "
+        "{:.4f} enqueueing, {:.4f} waiting in the device's synchronize, {:.4f} the rest",
+        t.steps, t.total_ms, per_step(t.total_ms), per_step(t.loader_ms), per_step(t.enqueue_ms),
+        per_step(t.wait_ms), per_step(t.total_ms - t.loader_ms - t.enqueue_ms - t.wait_ms));
+  }
   if (status_) status_->edit().step = step_;
   if (events_) (void)events_->close(step_, state, exit_code, summary, err);
   close_sinks();
@@ -1005,6 +1021,7 @@ RunOutcome Trainer::run() {
         if (slot.spare.handle()) slot.swap();
     }
     double ms = now_ms(t0);
+    step_times_.total_ms += ms, ++step_times_.steps;
     interval_ms_ += ms;
     interval_flops_ += step_flops_[last_train_fn_];
     ++interval_steps_;

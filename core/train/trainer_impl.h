@@ -202,6 +202,14 @@ class Trainer {
   std::map<std::string, double> step_flops_;
   double interval_flops_ = 0, peak_flops_ = 0;
   int64_t interval_steps_ = 0, interval_examples_ = 0, interval_tokens_ = 0;
+  // Where the steps' time went, for the log at the end (`steps: ...`): the
+  // host taking batches from the loader, enqueueing the work (uploads, runs,
+  // downloads), and waiting in the device's synchronize, against the steps'
+  // whole time. A wait near zero says the host, not the device, sets the pace.
+  struct StepTimes {
+    double total_ms = 0, loader_ms = 0, enqueue_ms = 0, wait_ms = 0;
+    int64_t steps = 0;
+  } step_times_;
   bool progress_tty_ = false;
 
   // ---- diagnostics' own state (trainer_diag.cpp) ----

@@ -82,7 +82,8 @@ has "run --log debug" "$TMP/run2.err" \
   'info\] device: opened cpu' \
   'debug\] lower: train_step on cpu in [0-9.]+ ms' \
   'info\] lower: [0-9]+ functions compiled for cpu in' \
-  'info\] checkpoint: step 4 written to .*r2/checkpoints/[^ ]+ \([0-9]+ bytes\) in [0-9.]+ ms'
+  'info\] checkpoint: step 4 written to .*r2/checkpoints/[^ ]+ \([0-9]+ bytes\) in [0-9.]+ ms' \
+  'info\] steps: 4 in [0-9.]+ ms, [0-9.]+ ms a step: [0-9.]+ taking batches from the loader, [0-9.]+ enqueueing, [0-9.]+ waiting in the device.s synchronize, -?[0-9.]+ the rest$'
 # Nothing per step: eight steps log as many lines as four.
 "$BIN" --log trace run "$TMP/tiny.lisp" --steps 8 --out "$TMP/r3" >/dev/null 2>"$TMP/run3.err"
 "$BIN" --log trace run "$TMP/tiny.lisp" --out "$TMP/r4" >/dev/null 2>"$TMP/run4.err"
