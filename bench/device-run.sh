@@ -5,7 +5,7 @@
 # on the cuda plugin, cuda_parity.py's training checks), then the benchmarks
 # against PyTorch; a short table comes last. Logs go to $OUT.
 #
-#   bench/device-run.sh [build] [test] [nccl] [ab] [cpucore] [cputorch] [cpuprofile] [startup]
+#   bench/device-run.sh [build] [test] [nccl] [ab] [cpucore] [cputorch] [cpuprofile] [cpufuse] [startup]
 #                       [profile] [mlp-profile] [mlp-wait] [torch-profile] [bench]   (default: build test bench)
 #
 # The packages travel in .devdeps/debs (ignored by git; carried by the
@@ -183,6 +183,25 @@ if has cpuprofile; then
     python3 "$SRC/bench/profile_summary.py" "$LOGS/cpuprofile-charlm-$t" 14 | sed -n '/^train_step:/,/^update:/p'
   done
   note "cpuprofile: charlm at 1 and 2 threads, in the logs"
+fi
+
+if has cpufuse; then
+  # The fused classifier's CPU kernel on this machine's Xeon: charlm's step
+  # with the pass on and off (SEXPGPU_FUSE_CLASSIFIER), alternated.
+  for round in 1 2; do
+    for t in 1 2; do
+      for fuse in 1 0; do
+        log=$LOGS/cpufuse-$t-$fuse-$round.jsonl
+        SEXPGPU_FUSE_CLASSIFIER=$fuse "$BUILD/core/sexpgpu" run "$SRC/examples/charlm.lisp" \
+          --variant tiny --steps 300 --set "corpus=($CORPUS)" --device cpu --threads $t --json --quiet \
+          --out "/tmp/cpufuse" --fresh > "$log" 2>&1
+        ms=$(python3 -c "import json,statistics,sys
+s=[json.loads(l)['metrics']['step-ms'] for l in open(sys.argv[1]) if l.startswith('{') and json.loads(l)['kind']=='step' and 'step-ms' in json.loads(l).get('metrics',{})]
+print(f'{statistics.median(s[len(s)//5:]):.3f}' if len(s)>3 else 'none')" "$log")
+        note "cpufuse round $round threads $t fuse $fuse: charlm median step $ms ms"
+      done
+    done
+  done
 fi
 
 if has startup; then
