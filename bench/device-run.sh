@@ -109,6 +109,14 @@ if has nccl; then
   note "nccl_parity.py exit $rc"
 fi
 
+# median_step_ms LOG: the median step-ms of a run's --json step events
+# after the first fifth of them ("none" with fewer than four).
+median_step_ms() {
+  python3 -c "import json,statistics,sys
+s=[json.loads(l)['metrics']['step-ms'] for l in open(sys.argv[1]) if l.startswith('{') and json.loads(l)['kind']=='step' and 'step-ms' in json.loads(l).get('metrics',{})]
+print(f'{statistics.median(s[len(s)//5:]):.4f}' if len(s)>3 else 'none')" "$1"
+}
+
 if has ab; then
   # The same work on two source trees, alternated: a change's before and
   # after in one call. The before is .devdeps/base.tar (`git archive BASE
@@ -127,9 +135,7 @@ if has ab; then
         log=$LOGS/ab-$work-$which-$round.jsonl
         SEXPGPU_DATA=$SRC/.devdeps/data "$bin" run "$SRC/examples/$work.lisp" --device cuda \
           --steps "${AB_STEPS:-2000}" --json --quiet --out "/tmp/ab-$work-$which-$round" --fresh > "$log" 2>&1
-        ms=$(python3 -c "import json,statistics,sys
-s=[json.loads(l)['metrics']['step-ms'] for l in open(sys.argv[1]) if l.startswith('{') and json.loads(l)['kind']=='step' and 'step-ms' in json.loads(l).get('metrics',{})]
-print(f'{statistics.median(s[len(s)//5:]):.4f}' if len(s)>5 else 'none')" "$log")
+        ms=$(median_step_ms "$log")
         note "ab $work round $round $which: median step $ms ms"
       done
     done
@@ -195,9 +201,7 @@ if has cpufuse; then
         SEXPGPU_FUSE_CLASSIFIER=$fuse "$BUILD/core/sexpgpu" run "$SRC/examples/charlm.lisp" \
           --variant tiny --steps 300 --set "corpus=($CORPUS)" --device cpu --threads $t --json --quiet \
           --out "/tmp/cpufuse" --fresh > "$log" 2>&1
-        ms=$(python3 -c "import json,statistics,sys
-s=[json.loads(l)['metrics']['step-ms'] for l in open(sys.argv[1]) if l.startswith('{') and json.loads(l)['kind']=='step' and 'step-ms' in json.loads(l).get('metrics',{})]
-print(f'{statistics.median(s[len(s)//5:]):.3f}' if len(s)>3 else 'none')" "$log")
+        ms=$(median_step_ms "$log")
         note "cpufuse round $round threads $t fuse $fuse: charlm median step $ms ms"
       done
     done
