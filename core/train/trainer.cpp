@@ -393,8 +393,7 @@ Status Trainer::upload_scalar(const Buffer& b, double value) {
 Status Trainer::initialise() {
   // Initialisers draw with the last microbatch index of step 0, which no
   // training step uses, so their numbers are not a dropout mask's.
-  int64_t rng[3] = {seed_, 0, 65535};
-  if (Status e = device_->upload(rng_, rng, sizeof rng); !e) return e;
+  if (Status e = upload_rng(0, 65535); !e) return e;
   log::Stopwatch init_fn;
   if (Status f = run_fn("init", nullptr, true); !f) return f;
   const double init_fn_ms = init_fn.ms();
@@ -537,13 +536,12 @@ Status Trainer::run_fn(const std::string& name, Scalars* scalars, bool init) {
   return ok_status();
 }
 
-// Enqueues one run of `name` and, with `pending`, the downloads of its f32
-// scalar outputs behind it (plugins.md: complete after synchronize).
-Status Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, bool init) {
-  Bound& bound = programs_.at(name);
+// Where the function's inputs and outputs are (spec/run_spec.h names
+// them). A pointer to a Slot's member stays valid across its swaps.
+Bound::Resolved Trainer::resolve(const Bound& bound, bool init) {
   const ir::Function& fn = bound.program->function();
-  std::vector<sg_buffer*> in, out;
-  bool update = name == "update";
+  const bool update = fn.name == "update";
+  Bound::Resolved r;
   for (ir::NodeId id : fn.inputs) {
     const ir::Node& n = fn.node(id);
     const std::string& s = *n.attrs.name;
@@ -564,7 +562,7 @@ Status Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, boo
     } else {
       b = &bound.own.at(s);
     }
-    in.push_back(b->handle());
+    r.inputs.push_back(b);
   }
   for (const ir::Output& o : fn.outputs) {
     const std::string& s = o.name;
@@ -579,16 +577,33 @@ Status Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, boo
       b = &acc_.at(s.substr(4)).spare;
     else
       b = &bound.own.at(s);
-    out.push_back(b->handle());
+    r.outputs.push_back(b);
+    auto own = bound.own.find(s);
+    if (own != bound.own.end() && own->second.type().shape.is_scalar() &&
+        own->second.type().dtype == ir::DType::F32)
+      r.scalars.emplace_back(&o.name, &own->second);
   }
+  return r;
+}
+
+// Enqueues one run of `name` and, with `pending`, the downloads of its f32
+// scalar outputs behind it (plugins.md: complete after synchronize).
+Status Trainer::enqueue_fn(const std::string& name, PendingScalars* pending, bool init) {
+  Bound& bound = programs_.at(name);
+  std::optional<Bound::Resolved> fresh;
+  if (init)
+    fresh = resolve(bound, true);  // initialisation writes parameters in place
+  else if (!bound.resolved)
+    bound.resolved = resolve(bound, false);
+  const Bound::Resolved& r = init ? *fresh : *bound.resolved;
+  std::vector<sg_buffer*> in(r.inputs.size()), out(r.outputs.size());
+  for (size_t k = 0; k < in.size(); ++k) in[k] = r.inputs[k]->handle();
+  for (size_t j = 0; j < out.size(); ++j) out[j] = r.outputs[j]->handle();
   if (Status e = device_->run(*bound.program, in, out); !e) return e;
   if (!pending) return ok_status();
-  for (const ir::Output& o : fn.outputs) {
-    auto it = bound.own.find(o.name);
-    if (it == bound.own.end() || !it->second.type().shape.is_scalar()) continue;
-    if (it->second.type().dtype != ir::DType::F32) continue;
-    pending->emplace_back(o.name, 0.0f);
-    if (Status e = device_->download(it->second, &pending->back().second, 4); !e) return e;
+  for (const auto& [output, buffer] : r.scalars) {
+    pending->emplace_back(*output, 0.0f);
+    if (Status e = device_->download(*buffer, &pending->back().second, 4); !e) return e;
   }
   return ok_status();
 }
@@ -635,10 +650,21 @@ Status Trainer::set_ctx(int64_t microbatch) {
       v = double(world().size);
     else if (auto it = latest_.find(key); it != latest_.end())
       v = it->second;
+    // Compared bit for bit: a NaN (a series not yet seen) is uploaded once.
+    auto last = ctx_uploaded_.find(key);
+    if (last != ctx_uploaded_.end() && std::memcmp(&last->second, &v, sizeof v) == 0) continue;
     if (Status f = upload_scalar(buffer, v); !f) return f;
+    ctx_uploaded_[key] = v;
   }
-  int64_t rng[3] = {seed_, step_, draw_index(microbatch)};
-  if (Status e = device_->upload(rng_, rng, sizeof rng); !e) return e;
+  return upload_rng(step_, draw_index(microbatch));
+}
+
+Status Trainer::upload_rng(int64_t step, int64_t draw) {
+  const std::array<int64_t, 3> rng = {seed_, step, draw};
+  if (rng_uploaded_ == rng) return ok_status();
+  rng_uploaded_.reset();  // unknown if the upload fails
+  if (Status e = device_->upload(rng_, rng.data(), sizeof rng); !e) return e;
+  rng_uploaded_ = rng;
   return ok_status();
 }
 

@@ -5,11 +5,12 @@
 // Device memory: every parameter and optimizer state has two buffers; the
 // update writes the spare ones and they are swapped only when the step is
 // finite, so a non-finite step never touches the parameters. Inputs and
-// outputs are bound to programs by name at each call (see spec/run_spec.h for
-// the names), which keeps one table per kind of tensor instead of per
-// program.
+// outputs are bound to programs by name (see spec/run_spec.h for the names),
+// once per function (Bound::resolved), which keeps one table per kind of
+// tensor instead of per program.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -44,10 +45,19 @@ struct Slot {
 };
 
 // A compiled function with the buffers only it uses (its batch inputs and
-// scalar outputs), by name.
+// scalar outputs), by name, and, once it has run outside initialisation,
+// where each of its inputs and outputs lives (enqueue_fn): the step runs
+// its functions thousands of times over buffers that stay put, only
+// swapped within their slots.
 struct Bound {
   std::unique_ptr<Program> program;
   std::map<std::string, Buffer> own;
+  struct Resolved {
+    std::vector<const Buffer*> inputs, outputs;
+    // The f32 scalar outputs, downloaded behind a run that asks for them.
+    std::vector<std::pair<const std::string*, const Buffer*>> scalars;
+  };
+  std::optional<Resolved> resolved;
 };
 
 // The step's scalar outputs, downloaded: "loss", "metric:acc", "grad-norm", "lr/default".
@@ -93,8 +103,11 @@ class Trainer {
   using PendingScalars = std::deque<std::pair<std::string, float>>;
   Status enqueue_fn(const std::string& fn, PendingScalars* pending, bool init = false);
   Status upload_batch(Bound& b, const data::Batch& batch);
+  Bound::Resolved resolve(const Bound& bound, bool init);
   Status set_ctx(int64_t microbatch);
   Status upload_scalar(const Buffer& b, double value);
+  // The rng's (seed, step, draw index), uploaded only when it changes.
+  Status upload_rng(int64_t step, int64_t draw);
   // The function of `fns` compiled for the batch's shape, or null.
   static const std::string* sized_fn_for(const std::vector<spec::SizedFunction>& fns,
                                          const data::Batch& batch);
@@ -163,6 +176,11 @@ class Trainer {
   std::map<std::string, Slot> params_, states_, acc_;
   std::map<std::string, Buffer> grads_, ctx_;
   Buffer rng_;
+  // What set_ctx last uploaded, by key, and the rng's last value: a step
+  // sets the ctx before each microbatch and the update with mostly the same
+  // values, and each upload costs the host a copy call.
+  std::map<std::string, double> ctx_uploaded_;
+  std::optional<std::array<int64_t, 3>> rng_uploaded_;
 
   // --sink NAME[:ARG]: sink plugins that receive every event line; opened
   // with the open event, closed after the close event.

@@ -56,9 +56,12 @@ struct sg_buffer {
   void* data;  // device memory; null for an empty tensor
   size_t bytes;
   // Pinned host memory small transfers go through (made at the first one),
-  // and the event after the last copy from or into it.
+  // the event after the last upload from it, and the device's count of
+  // stream synchronizes when that upload was enqueued: once the count has
+  // moved on, the copy is known to be done without asking the event.
   void* staging = nullptr;
   cudaEvent_t staged = nullptr;
+  uint64_t staged_at = 0;
   bool download_pending = false;
 };
 
@@ -78,6 +81,9 @@ struct sg_device {
   std::set<sg_program*> programs;
   std::set<sg_buffer*> buffers;
   uint64_t bytes_in_use = 0, peak_bytes_in_use = 0;
+  // Completed waits for the whole stream (staging_ready, synchronize): work
+  // enqueued before the count last moved is finished.
+  uint64_t synchronized = 0;
   std::string stats_json;
   // Downloads through staging memory, copied out to the caller at
   // synchronize: (buffer, caller's memory).
@@ -433,24 +439,35 @@ sg_error* check_size(const sg_buffer* buffer, size_t bytes, const char* what) {
                                                    std::to_string(buffer->bytes) + " bytes)");
 }
 
+// Copies every pending download out of its staging memory, once the
+// stream is done with them.
+void deliver_downloads(sg_device* d) {
+  d->synchronized++;
+  for (auto& [buffer, host] : d->pending_downloads) {
+    std::memcpy(host, buffer->staging, buffer->bytes);
+    buffer->download_pending = false;
+  }
+  d->pending_downloads.clear();
+}
+
 // The buffer's staging memory, free to write: made at its first use, and
-// the last copy from or into it finished (downloads pending in it are
-// first copied out by a synchronize).
+// the last copy from or into it finished. A download pending in it is
+// first delivered by a wait for the stream, which every download gets
+// before its memory is read, so downloads record no event; an upload's
+// event is asked only when no wait for the stream came after it (the
+// trainer's step uploads its batch and scalars after the last step's wait).
 std::string staging_ready(sg_buffer* b) {
   if (!b->staging) {
     SG_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&b->staging, b->bytes, cudaHostAllocDefault));
     SG_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b->staged, cudaEventDisableTiming));
     return {};
   }
+  sg_device* d = b->device;
   if (b->download_pending) {
-    sg_device* d = b->device;
     SG_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d->stream));
-    for (auto& [buffer, host] : d->pending_downloads) {
-      std::memcpy(host, buffer->staging, buffer->bytes);
-      buffer->download_pending = false;
-    }
-    d->pending_downloads.clear();
+    deliver_downloads(d);
   }
+  if (b->staged_at < d->synchronized) return {};
   return cuda::cuda_error(cudaEventSynchronize(b->staged), "cudaEventSynchronize (staging)");
 }
 
@@ -469,6 +486,7 @@ sg_error* upload(sg_buffer* buffer, const void* host_data, size_t bytes, uint32_
         cudaMemcpyAsync(buffer->data, buffer->staging, bytes, cudaMemcpyHostToDevice, stream),
         "upload (cudaMemcpyAsync)");
     if (e.empty()) e = cuda::cuda_error(cudaEventRecord(buffer->staged, stream), "cudaEventRecord");
+    buffer->staged_at = buffer->device->synchronized;
     return cuda_failure(e);
   });
 }
@@ -502,8 +520,6 @@ sg_error* download(sg_buffer* buffer, void* out_host_data, size_t bytes, uint32_
     std::string e = cuda::cuda_error(
         cudaMemcpyAsync(buffer->staging, buffer->data, bytes, cudaMemcpyDeviceToHost, d->stream),
         "download (cudaMemcpyAsync)");
-    if (e.empty())
-      e = cuda::cuda_error(cudaEventRecord(buffer->staged, d->stream), "cudaEventRecord");
     if (!e.empty()) return cuda_failure(e);
     buffer->download_pending = true;
     d->pending_downloads.push_back({buffer, out_host_data});
@@ -575,11 +591,7 @@ sg_error* synchronize(sg_device* device, uint32_t) {
                                                            "cudaStreamSynchronize"))) {
       return e;
     }
-    for (auto& [buffer, host] : device->pending_downloads) {
-      std::memcpy(host, buffer->staging, buffer->bytes);
-      buffer->download_pending = false;
-    }
-    device->pending_downloads.clear();
+    deliver_downloads(device);
     return nullptr;
   });
 }

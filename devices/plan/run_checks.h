@@ -28,18 +28,22 @@ std::string run_buffers_problem(const ir::Function& fn, Buffer* const* inputs, s
     return "'" + fn.name + "' takes " + std::to_string(fn.inputs.size()) + " inputs and " +
            std::to_string(fn.outputs.size()) + " outputs, given " + std::to_string(input_count) +
            " and " + std::to_string(output_count);
-  auto problem = [](const ir::TensorType& want, const Buffer* b, const std::string& what) {
-    if (!b) return what + " is NULL";
-    if (b->type == want) return std::string();
-    return what + " is " + b->type.to_string() + ", the function needs " + want.to_string();
+  // Called once a step for every buffer of every function: the message is
+  // built only for a buffer that does not fit.
+  auto problem = [](const ir::TensorType& want, const Buffer* b, auto what) {
+    if (b && b->type == want) return std::string();
+    if (!b) return what() + " is NULL";
+    return what() + " is " + b->type.to_string() + ", the function needs " + want.to_string();
   };
   for (size_t k = 0; k < input_count; ++k)
-    if (std::string e = problem(fn.type(fn.inputs[k]), inputs[k], "input " + std::to_string(k));
+    if (std::string e =
+            problem(fn.type(fn.inputs[k]), inputs[k], [&] { return "input " + std::to_string(k); });
         !e.empty())
       return e;
   for (size_t j = 0; j < output_count; ++j)
-    if (std::string e = problem(fn.type(fn.outputs[j].node), outputs[j],
-                                "output " + std::to_string(j) + " ('" + fn.outputs[j].name + "')");
+    if (std::string e = problem(
+            fn.type(fn.outputs[j].node), outputs[j],
+            [&] { return "output " + std::to_string(j) + " ('" + fn.outputs[j].name + "')"; });
         !e.empty())
       return e;
   return "";
