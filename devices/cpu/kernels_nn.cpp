@@ -35,7 +35,10 @@ AxisGeometry axis_geometry(const ir::Shape& x, int64_t axis) {
 template <class T, bool kLog>
 void softmax_row(const T* x, T* o, int64_t K, int64_t s) {
   if constexpr (std::is_same_v<T, float> && !kLog) {
-    if (s == 1) return vmath::softmax_f32(x, o, K);
+    if (s == 1) {
+      vmath::softmax_f32(x, o, K);
+      return;
+    }
   }
   double m = -std::numeric_limits<double>::infinity();
   for (int64_t k = 0; k < K; ++k) m = std::fmax(m, double(x[k * s]));
@@ -371,9 +374,20 @@ Kernel linear_cross_entropy_kernel(const KernelRequest& r) {
           const int64_t row = r0 + i, target = int64_t(t[row]);
           const bool ignored = ignore && target == *ignore;
           T* zr = z.data() + i * V;
-          if (!ignored) losses[size_t(row)] = row_cross_entropy(zr, V, target);
           const T scale = ignored ? T(0) : g;
-          softmax_row<T, false>(zr, zr, V, 1);
+          if constexpr (std::is_same_v<T, float>) {
+            // One pass of exps for the loss and the softmax (vector_math.h).
+            const double z_target = ignored ? 0.0 : double(zr[target]);
+            float m = 0;
+            const double sum = vmath::softmax_f32(zr, zr, V, &m);
+            if (!ignored)
+              losses[size_t(row)] = std::isinf(m) && m < 0
+                                        ? std::numeric_limits<double>::quiet_NaN()
+                                        : double(m) + std::log(sum) - z_target;
+          } else {
+            if (!ignored) losses[size_t(row)] = row_cross_entropy(zr, V, target);
+            softmax_row<T, false>(zr, zr, V, 1);
+          }
           for (int64_t c = 0; c < V; ++c) zr[c] = (zr[c] - T(c == target ? 1 : 0)) * scale;
         }
       });

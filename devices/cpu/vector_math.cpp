@@ -38,12 +38,15 @@ void erf_f32(const float* x, float* o, int64_t n) {
 }
 
 SG_VECTOR_CLONES
-void softmax_f32(const float* x, float* o, int64_t n) {
+double softmax_f32(const float* x, float* o, int64_t n, float* row_max) {
   float m = max_f32(x, n);
+  if (row_max) *row_max = m;
   if (std::isinf(m) && m < 0) m = 0;
   for (int64_t k = 0; k < n; ++k) o[k] = exp_nonpositive(x[k] - m);
-  float inv = float(1.0 / sum_f64(o, n));
+  const double sum = sum_f64(o, n);
+  float inv = float(1.0 / sum);
   for (int64_t k = 0; k < n; ++k) o[k] *= inv;
+  return sum;
 }
 
 SG_VECTOR_CLONES

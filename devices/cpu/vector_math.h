@@ -155,7 +155,10 @@ double sum_exp_f64(const float* x, int64_t n, float shift);
 
 // softmax of the contiguous row x[0..n) into o (o may be x); the maximum is
 // subtracted first, the sum is in f64. An all -inf row gives 0s / 0 = NaN,
-// as the f64 kernel does.
-void softmax_f32(const float* x, float* o, int64_t n);
+// as the f64 kernel does. Returns the sum, and with row_max the maximum:
+// for a finite maximum, max + log(sum) is the row's log-sum-exp, bit for bit
+// the one sum_exp_f64 gives (the same exps in the same lanes), so a
+// cross-entropy that needs the softmax too takes its loss from here.
+double softmax_f32(const float* x, float* o, int64_t n, float* row_max = nullptr);
 
 }  // namespace sexpgpu::cpu::vmath
